@@ -1,0 +1,149 @@
+"""Named hparams sets of the paper: base, big, every Table 3 row, parsing, tiny.
+
+Sets build on each other as small functions, as in tensor2tensor.
+"""
+from t2tlite.hparams_lib import HParams, register_hparams
+
+
+@register_hparams
+def transformer_base():
+  """Table 3 "base" (sections 3, 5): N=6, d_model=512, d_ff=2048, h=8,
+  d_k=d_v=64, P_drop=0.1, eps_ls=0.1, Adam(0.9, 0.98, 1e-9), 4000 warmup steps,
+  100K steps. batch_size=4096 padded tokens per replica: on the paper's 8 GPUs
+  this gives the paper's roughly 25K source + 25K target real tokens a step
+  (tensor2tensor's setting)."""
+  return HParams()
+
+
+def _table3(**changes):
+  return transformer_base().replace(**changes)
+
+
+# Table 3 (A): heads and per-head sizes, computation held constant.
+@register_hparams
+def transformer_base_a1():
+  return _table3(num_heads=1, d_k=512, d_v=512)
+
+
+@register_hparams
+def transformer_base_a2():
+  return _table3(num_heads=4, d_k=128, d_v=128)
+
+
+@register_hparams
+def transformer_base_a3():
+  return _table3(num_heads=16, d_k=32, d_v=32)
+
+
+@register_hparams
+def transformer_base_a4():
+  return _table3(num_heads=32, d_k=16, d_v=16)
+
+
+# Table 3 (B): smaller attention keys.
+@register_hparams
+def transformer_base_b1():
+  return _table3(d_k=16)
+
+
+@register_hparams
+def transformer_base_b2():
+  return _table3(d_k=32)
+
+
+# Table 3 (C): model size.
+@register_hparams
+def transformer_base_c1():
+  return _table3(num_layers=2)
+
+
+@register_hparams
+def transformer_base_c2():
+  return _table3(num_layers=4)
+
+
+@register_hparams
+def transformer_base_c3():
+  return _table3(num_layers=8)
+
+
+@register_hparams
+def transformer_base_c4():
+  return _table3(d_model=256, d_k=32, d_v=32)
+
+
+@register_hparams
+def transformer_base_c5():
+  return _table3(d_model=1024, d_k=128, d_v=128)
+
+
+@register_hparams
+def transformer_base_c6():
+  return _table3(d_ff=1024)
+
+
+@register_hparams
+def transformer_base_c7():
+  return _table3(d_ff=4096)
+
+
+# Table 3 (D): dropout and label smoothing.
+@register_hparams
+def transformer_base_d1():
+  return _table3(dropout=0.0)
+
+
+@register_hparams
+def transformer_base_d2():
+  return _table3(dropout=0.2)
+
+
+@register_hparams
+def transformer_base_d3():
+  return _table3(label_smoothing=0.0)
+
+
+@register_hparams
+def transformer_base_d4():
+  return _table3(label_smoothing=0.2)
+
+
+# Table 3 (E): learned positional embeddings instead of sinusoids.
+@register_hparams
+def transformer_base_e():
+  return _table3(position_encoding="learned")
+
+
+@register_hparams
+def transformer_big():
+  """Table 3 "big": d_model=1024, d_ff=4096, h=16, P_drop=0.3, 300K steps.
+  d_k=d_v=64 as in base (the table leaves them unchanged, h*d_k = d_model)."""
+  return transformer_base().replace(
+      d_model=1024, d_ff=4096, num_heads=16, dropout=0.3, train_steps=300000)
+
+
+@register_hparams
+def transformer_big_enfr():
+  """Section 6.1: the EN-FR big model used P_drop=0.1 instead of 0.3."""
+  return transformer_big().replace(dropout=0.1)
+
+
+@register_hparams
+def transformer_parsing():
+  """Section 6.3: 4 layers, d_model=1024, everything else as base except the
+  dropouts the paper tuned on WSJ section 22 (the values are not published;
+  0.2 residual and attention dropout follow tensor2tensor's parsing set), and
+  d_k=d_v=128 so that h*d_k = d_model as in every set of the paper."""
+  return transformer_base().replace(
+      num_layers=4, d_model=1024, d_k=128, d_v=128, dropout=0.2,
+      attention_dropout=0.2, max_length=512, warmup_steps=16000)
+
+
+@register_hparams
+def transformer_tiny():
+  """A small model that trains in minutes on a laptop CPU (for the quick start
+  and tests): 2+2 layers, d_model=128, h=4."""
+  return transformer_base().replace(
+      num_layers=2, d_model=128, d_ff=512, num_heads=4, d_k=32, d_v=32,
+      max_length=64, batch_size=2048, warmup_steps=400,
+      learning_rate_scale=2.0, train_steps=2000)

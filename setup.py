@@ -1,0 +1,38 @@
+"""Installs t2tlite, with the top-level problems/ and hparams/ folders as
+t2tlite.problems and t2tlite.hparams."""
+import setuptools
+
+setuptools.setup(
+    name="t2tlite",
+    version="0.1.0",
+    description=("The Transformer of 'Attention Is All You Need' as a "
+                 "TensorFlow 2 / Keras 3 toolkit in the tensor2tensor "
+                 "tradition."),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=(
+        setuptools.find_packages(include=["t2tlite", "t2tlite.*"]) +
+        ["t2tlite.problems", "t2tlite.hparams"]),
+    package_dir={
+        "t2tlite.problems": "problems",
+        "t2tlite.hparams": "hparams",
+    },
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.10,<4",
+        "tensorflow-datasets>=4.9",
+        "sacrebleu>=2.4,<3",
+        "absl-py>=2.1",
+        "sentencepiece>=0.2",
+        "numpy>=1.26",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+    },
+    entry_points={
+        "console_scripts": [
+        ],
+    },
+)

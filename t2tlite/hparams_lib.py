@@ -1,0 +1,154 @@
+"""HParams: an immutable, typed set of hyperparameters.
+
+Field names follow the paper (Vaswani et al., 2017). Every field is read by the
+model, the input pipeline or the trainer; nothing is accepted silently.
+"""
+import dataclasses
+import json
+
+from t2tlite import registry
+
+_CHOICES = {
+    "position_encoding": ("sinusoid", "learned"),
+    "norm_position": ("post", "pre"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class HParams:
+  """Hyperparameters of a Transformer run.
+
+  Model (section 3): num_layers (N, encoder and decoder each), d_model, d_ff,
+  num_heads (h), d_k and d_v (per head), position_encoding, norm_position,
+  layer_norm_epsilon, max_length (longest source or target, in subword tokens;
+  also the size of the learned position table).
+  Regularization (section 5.4): dropout (P_drop: residual and embedding
+  dropout), attention_dropout (on attention weights), relu_dropout (inside the
+  feed-forward network), label_smoothing (eps_ls).
+  Optimizer (section 5.3): adam_beta1, adam_beta2, adam_epsilon, warmup_steps,
+  learning_rate_scale (a factor on eq. (3); 1.0 is the paper).
+  Batching and schedule: batch_size (padded tokens per replica per step, as in
+  tensor2tensor), train_steps.
+  """
+  num_layers: int = 6
+  d_model: int = 512
+  d_ff: int = 2048
+  num_heads: int = 8
+  d_k: int = 64
+  d_v: int = 64
+  dropout: float = 0.1
+  attention_dropout: float = 0.0
+  relu_dropout: float = 0.0
+  label_smoothing: float = 0.1
+  position_encoding: str = "sinusoid"
+  norm_position: str = "post"
+  layer_norm_epsilon: float = 1e-6
+  max_length: int = 256
+  warmup_steps: int = 4000
+  learning_rate_scale: float = 1.0
+  adam_beta1: float = 0.9
+  adam_beta2: float = 0.98
+  adam_epsilon: float = 1e-9
+  batch_size: int = 4096
+  train_steps: int = 100000
+
+  def __post_init__(self):
+    for field in dataclasses.fields(self):
+      value = getattr(self, field.name)
+      if field.type is float and isinstance(value, int) and not isinstance(
+          value, bool):
+        object.__setattr__(self, field.name, float(value))
+      elif not isinstance(value, field.type) or (
+          field.type is int and isinstance(value, bool)):
+        raise TypeError(f"hparam {field.name} must be {field.type.__name__}, "
+                        f"got {value!r}")
+    for name, allowed in _CHOICES.items():
+      if getattr(self, name) not in allowed:
+        raise ValueError(f"hparam {name}={getattr(self, name)!r}: expected one "
+                         f"of {', '.join(allowed)}")
+    for name in ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
+                 "max_length", "batch_size", "train_steps", "warmup_steps"):
+      if getattr(self, name) <= 0:
+        raise ValueError(f"hparam {name} must be positive, got "
+                         f"{getattr(self, name)}")
+    for name in ("dropout", "attention_dropout", "relu_dropout",
+                 "label_smoothing"):
+      if not 0.0 <= getattr(self, name) < 1.0:
+        raise ValueError(f"hparam {name} must be in [0, 1), got "
+                         f"{getattr(self, name)}")
+
+  def replace(self, **changes):
+    """A copy with some fields changed (validated like any construction)."""
+    unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+    if unknown:
+      raise ValueError(_unknown_message(sorted(unknown)[0]))
+    return dataclasses.replace(self, **changes)
+
+  def override(self, overrides):
+    """A copy with `"name=value,name=value"` applied, each value typed.
+
+    Raises:
+      ValueError: an unknown name, a malformed pair or an unparseable value.
+    """
+    return self.replace(**parse_overrides(overrides))
+
+  def to_dict(self):
+    return dataclasses.asdict(self)
+
+  def to_json(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+  @classmethod
+  def from_json(cls, text):
+    values = json.loads(text)
+    unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+      raise ValueError(f"hparams JSON has unknown fields: {sorted(unknown)}")
+    return cls(**values)
+
+
+_FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(HParams)}
+
+
+def _unknown_message(name):
+  import difflib
+  close = difflib.get_close_matches(name, _FIELD_TYPES, n=3, cutoff=0.5)
+  hint = f" Did you mean: {', '.join(close)}?" if close else ""
+  return f"Unknown hparam '{name}'.{hint}"
+
+
+def _parse_value(name, text):
+  kind = _FIELD_TYPES[name]
+  try:
+    if kind is bool:
+      if text.lower() not in ("true", "false"):
+        raise ValueError
+      return text.lower() == "true"
+    return kind(text)
+  except ValueError:
+    raise ValueError(f"hparam {name}={text!r}: expected a "
+                     f"{kind.__name__}") from None
+
+
+def parse_overrides(overrides):
+  """Parses `"a=1,b=2"` into `{"a": 1, "b": 2}` typed by the HParams fields."""
+  changes = {}
+  for pair in filter(None, (p.strip() for p in (overrides or "").split(","))):
+    name, sep, text = pair.partition("=")
+    name = name.strip()
+    if not sep or not name:
+      raise ValueError(f"hparams override {pair!r}: expected name=value")
+    if name not in _FIELD_TYPES:
+      raise ValueError(_unknown_message(name))
+    changes[name] = _parse_value(name, text.strip())
+  return changes
+
+
+def register_hparams(fn):
+  """Registers a named hparams set: a function returning `HParams`."""
+  return registry.hparams_sets.register()(fn)
+
+
+def create_hparams(name, overrides=""):
+  """The registered set `name` with `overrides` ("a=1,b=2") applied."""
+  return registry.hparams_sets.get(name)().override(overrides)

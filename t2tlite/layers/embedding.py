@@ -1,0 +1,97 @@
+"""Shared token embedding / pre-softmax projection (section 3.4) and positional
+encodings (section 3.5)."""
+import math
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="t2tlite")
+class SharedEmbedding(keras.layers.Layer):
+  """One [vocab, d_model] matrix for encoder input, decoder input and the
+  pre-softmax projection.
+
+  Lookups are multiplied by sqrt(d_model). The matrix is initialised with
+  standard deviation d_model**-0.5 (tensor2tensor's choice), so scaled lookups
+  have unit variance, of the same order as the positional encodings.
+
+  Args:
+    vocab_size: number of ids (0 is padding).
+    d_model: embedding size.
+  """
+
+  def __init__(self, vocab_size, d_model, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.d_model = d_model
+
+  def build(self, input_shape=None):
+    self.embeddings = self.add_weight(
+        name="embeddings", shape=(self.vocab_size, self.d_model),
+        initializer=keras.initializers.RandomNormal(stddev=self.d_model**-0.5))
+
+  def call(self, ids):
+    """int [batch, len] -> [batch, len, d_model] (scaled by sqrt(d_model))."""
+    table = tf.cast(self.embeddings, self.compute_dtype)
+    return tf.gather(table, ids) * tf.cast(math.sqrt(self.d_model),
+                                           self.compute_dtype)
+
+  def logits(self, x):
+    """[batch, len, d_model] -> float32 [batch, len, vocab]."""
+    table = tf.cast(self.embeddings, self.compute_dtype)
+    return tf.cast(tf.matmul(x, table, transpose_b=True), tf.float32)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, d_model=self.d_model)
+    return config
+
+
+@keras.saving.register_keras_serializable(package="t2tlite")
+class PositionEncoding(keras.layers.Layer):
+  """Adds positional encodings: fixed sinusoids or a learned table.
+
+  Args:
+    kind: "sinusoid" (paper) or "learned" (Table 3 row (E)).
+    max_length: longest position a learned table covers. Sinusoids extrapolate:
+      their table is computed for any length.
+  Call: x [batch, len, d_model], optional int32 scalar `start` (the position of
+  x[:, 0], for one-step decoding) -> x + PE[start : start + len].
+  """
+
+  def __init__(self, kind="sinusoid", max_length=256, **kwargs):
+    super().__init__(**kwargs)
+    if kind not in ("sinusoid", "learned"):
+      raise ValueError(f"position encoding {kind!r}: expected sinusoid or "
+                       "learned")
+    self.kind = kind
+    self.max_length = max_length
+
+  def build(self, input_shape):
+    d_model = input_shape[-1]
+    if self.kind == "learned":
+      self.table = self.add_weight(
+          name="position_embeddings", shape=(self.max_length, d_model),
+          initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5))
+    self.d_model = d_model
+
+  def encodings(self, start, length):
+    """float32 [length, d_model] encodings for positions start..start+length-1."""
+    if self.kind == "learned":
+      return tf.slice(tf.convert_to_tensor(self.table), [start, 0],
+                      [length, self.d_model])
+    positions = tf.cast(tf.range(start, start + length), tf.float32)[:, None]
+    two_i = tf.range(0, self.d_model, 2, dtype=tf.float32)[None, :]
+    angles = positions / tf.pow(10000.0, two_i / self.d_model)
+    # Interleave: [..., 2i] = sin, [..., 2i + 1] = cos.
+    interleaved = tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1)
+    return tf.reshape(interleaved, [length, -1])[:, :self.d_model]
+
+  def call(self, x, start=0):
+    length = tf.shape(x)[1]
+    return x + tf.cast(self.encodings(start, length), x.dtype)[tf.newaxis]
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(kind=self.kind, max_length=self.max_length)
+    return config

@@ -1,0 +1,43 @@
+"""Position-wise feed-forward network, eq. (2): max(0, x W1 + b1) W2 + b2."""
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="t2tlite")
+class FeedForward(keras.layers.Layer):
+  """Two linear maps with a ReLU between, applied to each position.
+
+  Args:
+    d_ff: inner size.
+    relu_dropout: dropout on the ReLU activations.
+  Call: [batch, len, d_model] -> [batch, len, d_model].
+  """
+
+  def __init__(self, d_ff, relu_dropout=0.0, **kwargs):
+    super().__init__(**kwargs)
+    self.d_ff = d_ff
+    self.relu_dropout = relu_dropout
+    self.dropout = keras.layers.Dropout(relu_dropout)
+
+  def build(self, input_shape):
+    d_model = input_shape[-1]
+    init = keras.initializers.GlorotUniform()
+    self.w1 = self.add_weight(name="w1", shape=(d_model, self.d_ff),
+                              initializer=init)
+    self.b1 = self.add_weight(name="b1", shape=(self.d_ff,),
+                              initializer="zeros")
+    self.w2 = self.add_weight(name="w2", shape=(self.d_ff, d_model),
+                              initializer=init)
+    self.b2 = self.add_weight(name="b2", shape=(d_model,), initializer="zeros")
+
+  def call(self, x, training=False):
+    dtype = self.compute_dtype  # explicit casts: also used while decoding
+    hidden = tf.nn.relu(tf.matmul(x, tf.cast(self.w1, dtype)) +
+                        tf.cast(self.b1, dtype))
+    hidden = self.dropout(hidden, training=training)
+    return tf.matmul(hidden, tf.cast(self.w2, dtype)) + tf.cast(self.b2, dtype)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(d_ff=self.d_ff, relu_dropout=self.relu_dropout)
+    return config

@@ -1,0 +1,228 @@
+"""The Transformer (section 3) as a keras.Model: a teacher-forced training
+call, `encode`, and a cached one-position `decode_step` for beam search.
+
+Ids are int32; 0 is padding and also the decoder's start symbol (targets are
+shifted right by one position, filling with 0, as in tensor2tensor).
+"""
+import keras
+import tensorflow as tf
+
+from t2tlite.layers.attention import causal_bias, padding_bias
+from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2tlite.layers.transformer_layers import DecoderLayer, EncoderLayer
+
+PAD_ID = 0
+EOS_ID = 1
+
+_ARCHITECTURE_FIELDS = ("num_layers", "d_model", "d_ff", "num_heads", "d_k",
+                        "d_v", "dropout", "attention_dropout", "relu_dropout",
+                        "position_encoding", "norm_position", "max_length",
+                        "layer_norm_epsilon")
+
+
+def shift_right(targets):
+  """[batch, len] targets -> decoder inputs [0, t_0, ..., t_{len-2}]."""
+  return tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]
+
+
+@keras.saving.register_keras_serializable(package="t2tlite")
+class Transformer(keras.Model):
+  """Encoder-decoder Transformer with one shared embedding matrix.
+
+  Args:
+    vocab_size: shared source/target vocabulary size.
+    num_layers: N, layers in the encoder and in the decoder.
+    d_model, d_ff, num_heads, d_k, d_v: sizes of section 3.
+    dropout: residual and embedding dropout (P_drop).
+    attention_dropout, relu_dropout: dropout inside the sublayers.
+    position_encoding: "sinusoid" or "learned" (one table each for the
+      encoder and the decoder, of max_length positions).
+    norm_position: "post" (paper) or "pre" (with a final norm per stack).
+    max_length: positions of a learned table.
+    layer_norm_epsilon: LayerNorm epsilon.
+  Call: {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
+    -> float32 logits [batch, tgt_len, vocab_size].
+  """
+
+  def __init__(self, vocab_size, num_layers=6, d_model=512, d_ff=2048,
+               num_heads=8, d_k=64, d_v=64, dropout=0.1,
+               attention_dropout=0.0, relu_dropout=0.0,
+               position_encoding="sinusoid", norm_position="post",
+               max_length=256, layer_norm_epsilon=1e-6, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.num_layers, self.d_model, self.d_ff = num_layers, d_model, d_ff
+    self.num_heads, self.d_k, self.d_v = num_heads, d_k, d_v
+    self.dropout_rate = dropout
+    self.attention_dropout = attention_dropout
+    self.relu_dropout = relu_dropout
+    self.position_encoding = position_encoding
+    self.norm_position = norm_position
+    self.max_length = max_length
+    self.layer_norm_epsilon = layer_norm_epsilon
+
+    policy = self.dtype_policy
+    self.embedding = SharedEmbedding(vocab_size, d_model, name="embedding",
+                                     dtype=policy)
+    self.encoder_positions = PositionEncoding(
+        position_encoding, max_length, name="encoder_positions", dtype=policy)
+    self.decoder_positions = PositionEncoding(
+        position_encoding, max_length, name="decoder_positions", dtype=policy)
+    self.embedding_dropout = keras.layers.Dropout(dropout)
+    layer_args = dict(num_heads=num_heads, d_k=d_k, d_v=d_v, d_ff=d_ff,
+                      dropout=dropout, attention_dropout=attention_dropout,
+                      relu_dropout=relu_dropout, norm_position=norm_position,
+                      layer_norm_epsilon=layer_norm_epsilon, dtype=policy)
+    self.encoder_layers = [EncoderLayer(name=f"encoder_{i}", **layer_args)
+                           for i in range(num_layers)]
+    self.decoder_layers = [DecoderLayer(name=f"decoder_{i}", **layer_args)
+                           for i in range(num_layers)]
+    if norm_position == "pre":
+      self.encoder_norm = keras.layers.LayerNormalization(
+          epsilon=layer_norm_epsilon, name="encoder_norm", dtype=policy)
+      self.decoder_norm = keras.layers.LayerNormalization(
+          epsilon=layer_norm_epsilon, name="decoder_norm", dtype=policy)
+
+  @classmethod
+  def from_hparams(cls, hp, vocab_size, **kwargs):
+    return cls(vocab_size,
+               **{f: getattr(hp, f) for f in _ARCHITECTURE_FIELDS}, **kwargs)
+
+  def _final_norm(self, x, norm_name):
+    return getattr(self, norm_name)(x) if self.norm_position == "pre" else x
+
+  def _embed(self, ids, positions, training, start=0):
+    x = positions(self.embedding(ids), start=start)
+    return self.embedding_dropout(x, training=training)
+
+  def encode(self, inputs, training=False, return_attention_weights=False):
+    """Encoder stack.
+
+    Args:
+      inputs: int32 [batch, src_len] source ids, 0-padded.
+    Returns:
+      memory [batch, src_len, d_model] (and a list of per-layer self-attention
+      weights [batch, heads, src_len, src_len] when return_attention_weights).
+    """
+    bias = padding_bias(inputs)
+    x = self._embed(inputs, self.encoder_positions, training)
+    weights = []
+    for layer in self.encoder_layers:
+      x, w = layer(x, bias, training=training, return_attention_weights=True)
+      weights.append(w)
+    x = self._final_norm(x, "encoder_norm")
+    return (x, weights) if return_attention_weights else x
+
+  def decode(self, targets, memory, inputs, training=False,
+             return_attention_weights=False):
+    """Teacher-forced decoder stack and pre-softmax projection.
+
+    Args:
+      targets: int32 [batch, tgt_len] target ids ending with EOS, 0-padded.
+      memory: [batch, src_len, d_model] from `encode`.
+      inputs: int32 [batch, src_len] the source ids (for the padding mask).
+    Returns:
+      float32 logits [batch, tgt_len, vocab_size] (and per-layer dicts of
+      "self"/"encdec" attention weights when return_attention_weights).
+    """
+    decoder_inputs = shift_right(targets)
+    self_bias = causal_bias(tf.shape(decoder_inputs)[1])
+    memory_bias = padding_bias(inputs)
+    x = self._embed(decoder_inputs, self.decoder_positions, training)
+    weights = []
+    for layer in self.decoder_layers:
+      x, w = layer(x, memory, self_bias, memory_bias, training=training,
+                   return_attention_weights=True)
+      weights.append(w)
+    logits = self.embedding.logits(self._final_norm(x, "decoder_norm"))
+    return (logits, weights) if return_attention_weights else logits
+
+  def call(self, features, training=False):
+    inputs, targets = features["inputs"], features["targets"]
+    memory = self.encode(inputs, training=training)
+    return self.decode(targets, memory, inputs, training=training)
+
+  def attention_weights(self, features):
+    """Every attention map, for visualization (paper appendix).
+
+    Returns:
+      dict with "encoder" (list over layers of [batch, heads, src, src]),
+      "decoder_self" ([batch, heads, tgt, tgt]) and "encdec"
+      ([batch, heads, tgt, src]), float32, from an inference-mode pass.
+    """
+    inputs, targets = features["inputs"], features["targets"]
+    memory, encoder = self.encode(inputs, return_attention_weights=True)
+    _, decoder = self.decode(targets, memory, inputs,
+                             return_attention_weights=True)
+    return {"encoder": encoder,
+            "decoder_self": [w["self"] for w in decoder],
+            "encdec": [w["encdec"] for w in decoder]}
+
+  def init_cache(self, inputs, max_decode_length):
+    """Encodes `inputs` and allocates the decoding cache.
+
+    Args:
+      inputs: int32 [batch, src_len] source ids.
+      max_decode_length: int, positions the cache holds (fixed size).
+    Returns:
+      A nest of tensors, each with batch as its first dimension (so beam
+      search can tile and reorder it): {"layers": [per-layer dicts],
+      "memory_bias": float32 [batch, 1, 1, src_len]}.
+    """
+    memory = self.encode(inputs, training=False)
+    return {
+        "layers": [layer.init_cache(memory, max_decode_length)
+                   for layer in self.decoder_layers],
+        "memory_bias": padding_bias(inputs),
+    }
+
+  def decode_step(self, ids, step, cache):
+    """Logits for position `step` given the token at that position.
+
+    Args:
+      ids: int32 [batch] the previous token (0 at step 0, the start symbol).
+      step: int32 scalar position.
+      cache: from `init_cache` or the previous `decode_step`.
+    Returns:
+      (float32 logits [batch, vocab_size], updated cache).
+    """
+    x = self._embed(ids[:, tf.newaxis], self.decoder_positions, False,
+                    start=step)
+    new_layers = []
+    for layer, layer_cache in zip(self.decoder_layers, cache["layers"]):
+      x, layer_cache = layer.decode_step(x, step, layer_cache,
+                                         cache["memory_bias"])
+      new_layers.append(layer_cache)
+    logits = self.embedding.logits(self._final_norm(x, "decoder_norm"))
+    return logits[:, 0, :], dict(cache, layers=new_layers)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(vocab_size=self.vocab_size, num_layers=self.num_layers,
+                  d_model=self.d_model, d_ff=self.d_ff,
+                  num_heads=self.num_heads, d_k=self.d_k, d_v=self.d_v,
+                  dropout=self.dropout_rate,
+                  attention_dropout=self.attention_dropout,
+                  relu_dropout=self.relu_dropout,
+                  position_encoding=self.position_encoding,
+                  norm_position=self.norm_position,
+                  max_length=self.max_length,
+                  layer_norm_epsilon=self.layer_norm_epsilon)
+    return config
+
+
+def build_model(hp, vocab_size, dtype=None):
+  """A built Transformer configured by `hp`.
+
+  Args:
+    hp: HParams.
+    vocab_size: shared vocabulary size.
+    dtype: optional Keras dtype policy name, e.g. "mixed_bfloat16".
+  Returns:
+    A `Transformer` whose variables exist.
+  """
+  kwargs = {"dtype": dtype} if dtype else {}
+  model = Transformer.from_hparams(hp, vocab_size, **kwargs)
+  ids = tf.ones([1, 1], tf.int32)
+  model({"inputs": ids, "targets": ids})
+  return model

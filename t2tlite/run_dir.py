@@ -1,0 +1,138 @@
+"""What a training run leaves in its output_dir, and how other tools read it.
+
+    output_dir/
+      hparams.json        the HParams the model was built with
+      run.json            problem name, vocabulary size and source, flags used
+      vocab.model         a copy of the sentencepiece model (so the folder is
+                          self-contained for decoding and export)
+      ckpt-N.*, checkpoint  tf.train.CheckpointManager files
+      averaged/           checkpoints written by t2t-avg-checkpoints
+
+Every file is written under a temporary name and renamed when complete.
+"""
+import dataclasses
+import json
+import os
+import shutil
+
+import tensorflow as tf
+
+from t2tlite.hparams_lib import HParams
+
+HPARAMS_FILE = "hparams.json"
+RUN_FILE = "run.json"
+VOCAB_FILE = "vocab.model"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInfo:
+  """What decoding and export need to rebuild a trained model."""
+  hparams: HParams
+  problem: str
+  vocab_size: int
+  vocab_file: str          # the copy inside output_dir
+  flags: dict
+
+
+def atomic_write_text(path, text):
+  """Writes `text` to `path` via a temporary file and a rename."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    f.write(text)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
+                   flags=None):
+  """Saves hparams.json, run.json and a copy of the vocabulary."""
+  tf.io.gfile.makedirs(output_dir)
+  vocab_copy = os.path.join(output_dir, VOCAB_FILE)
+  if os.path.abspath(vocab_source) != os.path.abspath(vocab_copy):
+    tmp = f"{vocab_copy}.tmp-{os.getpid()}"
+    shutil.copyfile(vocab_source, tmp)
+    os.replace(tmp, vocab_copy)
+  atomic_write_text(os.path.join(output_dir, HPARAMS_FILE), hp.to_json())
+  run = {"problem": problem, "vocab_size": vocab_size,
+         "vocab_source": os.path.abspath(vocab_source), "flags": flags or {}}
+  atomic_write_text(os.path.join(output_dir, RUN_FILE),
+                    json.dumps(run, indent=2, sort_keys=True))
+
+
+def read_run_info(output_dir):
+  """Reads what `write_run_info` saved.
+
+  Raises:
+    FileNotFoundError: output_dir holds no trained run.
+  """
+  paths = [os.path.join(output_dir, name)
+           for name in (HPARAMS_FILE, RUN_FILE, VOCAB_FILE)]
+  missing = [p for p in paths if not tf.io.gfile.exists(p)]
+  if missing:
+    raise FileNotFoundError(
+        f"--output_dir={output_dir} is not a t2tlite training folder: missing "
+        f"{', '.join(missing)} (t2t-trainer writes them when it starts).")
+  with tf.io.gfile.GFile(paths[0]) as f:
+    hp = HParams.from_json(f.read())
+  with tf.io.gfile.GFile(paths[1]) as f:
+    run = json.load(f)
+  return RunInfo(hparams=hp, problem=run["problem"],
+                 vocab_size=run["vocab_size"], vocab_file=paths[2],
+                 flags=run.get("flags", {}))
+
+
+def model_variables(model):
+  """{path without the model's own name: variable} for every model weight.
+
+  Checkpoints key weights by these paths rather than by Keras's object graph,
+  so that any rebuilt model (whatever its instance name) restores them, and
+  averaging can read them by name.
+  """
+  return {v.path.split("/", 1)[1]: v for v in model.weights}
+
+
+def make_checkpoint(model, optimizer=None):
+  """A tf.train.Checkpoint of the model's weights (and optimizer state)."""
+  if optimizer is None:
+    return tf.train.Checkpoint(model=model_variables(model))
+  return tf.train.Checkpoint(model=model_variables(model), optimizer=optimizer)
+
+
+def latest_checkpoint(output_dir, checkpoint_path=None):
+  """The checkpoint to load: `checkpoint_path` if given, else the newest one.
+
+  `checkpoint_path` may be a checkpoint prefix (".../ckpt-7") or a folder.
+
+  Raises:
+    FileNotFoundError: with the folder that was searched.
+  """
+  if checkpoint_path:
+    if tf.io.gfile.isdir(checkpoint_path):
+      found = tf.train.latest_checkpoint(checkpoint_path)
+      if found:
+        return found
+    elif tf.io.gfile.exists(checkpoint_path + ".index"):
+      return checkpoint_path
+    raise FileNotFoundError(
+        f"--checkpoint_path={checkpoint_path}: no checkpoint there (expected a "
+        "prefix such as OUTPUT_DIR/ckpt-100 with its .index file, or a folder "
+        "with a 'checkpoint' file).")
+  found = tf.train.latest_checkpoint(output_dir)
+  if not found:
+    raise FileNotFoundError(
+        f"No checkpoint in --output_dir={output_dir}: train first with "
+        "t2t-trainer, or name one with --checkpoint_path.")
+  return found
+
+
+def load_trained_model(output_dir, checkpoint_path=None, dtype=None):
+  """Rebuilds the model of a run and restores its weights.
+
+  Returns:
+    (model, RunInfo, the checkpoint path used).
+  """
+  from t2tlite.models.transformer import build_model  # avoid import cycle
+  info = read_run_info(output_dir)
+  path = latest_checkpoint(output_dir, checkpoint_path)
+  model = build_model(info.hparams, info.vocab_size, dtype=dtype)
+  make_checkpoint(model).restore(path).expect_partial()
+  return model, info, path
