@@ -51,7 +51,9 @@ def scaled_dot_product_attention(q, k, v, bias, dropout, training):
   # Softmax in float32: bf16/fp16 scores lose the -1e9 mask and precision.
   scores = tf.cast(scores, tf.float32)
   if bias is not None:
-    scores += bias
+    # Keras autocasts float call arguments, so a bias may arrive in fp16
+    # (where -1e9 became -inf) or bf16: bring it back to a finite float32.
+    scores += tf.maximum(tf.cast(bias, tf.float32), NEG_INF)
   weights = tf.nn.softmax(scores, axis=-1)
   dropped = dropout(weights, training=training)
   return tf.matmul(tf.cast(dropped, v.dtype), v), weights
@@ -78,7 +80,9 @@ class MultiHeadAttention(keras.layers.Layer):
     self.d_k = d_k
     self.d_v = d_v
     self.attention_dropout = attention_dropout
-    self.weights_dropout = keras.layers.Dropout(attention_dropout)
+    # float32: it drops the float32 attention weights.
+    self.weights_dropout = keras.layers.Dropout(attention_dropout,
+                                                dtype="float32")
 
   def build(self, query_shape, memory_shape=None):
     d_query = query_shape[-1]

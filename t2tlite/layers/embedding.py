@@ -77,12 +77,14 @@ class PositionEncoding(keras.layers.Layer):
 
   def encodings(self, start, length):
     """float32 [length, d_model] encodings for positions start..start+length-1."""
+    # start + range(length), not range(start, ...): XLA needs Range's
+    # arguments to be compile-time constants, and `start` is a loop variable.
+    positions = start + tf.range(length)
     if self.kind == "learned":
-      return tf.slice(tf.convert_to_tensor(self.table), [start, 0],
-                      [length, self.d_model])
-    positions = tf.cast(tf.range(start, start + length), tf.float32)[:, None]
-    two_i = tf.range(0, self.d_model, 2, dtype=tf.float32)[None, :]
-    angles = positions / tf.pow(10000.0, two_i / self.d_model)
+      return tf.gather(tf.convert_to_tensor(self.table), positions)
+    angles = (tf.cast(positions, tf.float32)[:, None] /
+              tf.pow(10000.0, tf.range(0, self.d_model, 2, dtype=tf.float32) /
+                     self.d_model)[None, :])
     # Interleave: [..., 2i] = sin, [..., 2i + 1] = cos.
     interleaved = tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1)
     return tf.reshape(interleaved, [length, -1])[:, :self.d_model]

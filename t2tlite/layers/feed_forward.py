@@ -17,7 +17,7 @@ class FeedForward(keras.layers.Layer):
     super().__init__(**kwargs)
     self.d_ff = d_ff
     self.relu_dropout = relu_dropout
-    self.dropout = keras.layers.Dropout(relu_dropout)
+    self.dropout = keras.layers.Dropout(relu_dropout, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     d_model = input_shape[-1]

@@ -29,7 +29,7 @@ class Residual(keras.layers.Layer):
     # Named explicitly: checkpoints key variables by their path.
     self.norm = keras.layers.LayerNormalization(
         epsilon=layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
-    self.dropout = keras.layers.Dropout(dropout)
+    self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
   def build(self, x_shape, sublayer_output_shape=None):
     self.norm.build(x_shape)

@@ -68,7 +68,7 @@ class Transformer(keras.Model):
         position_encoding, max_length, name="encoder_positions", dtype=policy)
     self.decoder_positions = PositionEncoding(
         position_encoding, max_length, name="decoder_positions", dtype=policy)
-    self.embedding_dropout = keras.layers.Dropout(dropout)
+    self.embedding_dropout = keras.layers.Dropout(dropout, dtype=policy)
     layer_args = dict(num_heads=num_heads, d_k=d_k, d_v=d_v, d_ff=d_ff,
                       dropout=dropout, attention_dropout=attention_dropout,
                       relu_dropout=relu_dropout, norm_position=norm_position,
@@ -82,6 +82,19 @@ class Transformer(keras.Model):
           epsilon=layer_norm_epsilon, name="encoder_norm", dtype=policy)
       self.decoder_norm = keras.layers.LayerNormalization(
           epsilon=layer_norm_epsilon, name="decoder_norm", dtype=policy)
+
+  def build(self, features_shape=None):
+    hidden = (None, None, self.d_model)
+    self.embedding.build()
+    self.encoder_positions.build(hidden)
+    self.decoder_positions.build(hidden)
+    for layer in self.encoder_layers:
+      layer.build(hidden)
+    for layer in self.decoder_layers:
+      layer.build(hidden, hidden)
+    if self.norm_position == "pre":
+      self.encoder_norm.build(hidden)
+      self.decoder_norm.build(hidden)
 
   @classmethod
   def from_hparams(cls, hp, vocab_size, **kwargs):
@@ -196,6 +209,18 @@ class Transformer(keras.Model):
     logits = self.embedding.logits(self._final_norm(x, "decoder_norm"))
     return logits[:, 0, :], dict(cache, layers=new_layers)
 
+  def build_by_calling(self):
+    """Creates every variable by running the model once on a 1-token batch."""
+    ids = tf.ones([1, 1], tf.int32)
+    self({"inputs": ids, "targets": ids})
+
+  def get_build_config(self):
+    return {"built": self.built}
+
+  def build_from_config(self, config):
+    if config.get("built"):
+      self.build_by_calling()
+
   def get_config(self):
     config = super().get_config()
     config.update(vocab_size=self.vocab_size, num_layers=self.num_layers,
@@ -223,6 +248,5 @@ def build_model(hp, vocab_size, dtype=None):
   """
   kwargs = {"dtype": dtype} if dtype else {}
   model = Transformer.from_hparams(hp, vocab_size, **kwargs)
-  ids = tf.ones([1, 1], tf.int32)
-  model({"inputs": ids, "targets": ids})
+  model.build_by_calling()
   return model

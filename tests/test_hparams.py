@@ -1,0 +1,122 @@
+"""HParams: typed overrides, JSON, the paper's named sets."""
+import dataclasses
+import pathlib
+import re
+
+import pytest
+
+import t2tlite
+from t2tlite import registry
+from t2tlite.hparams_lib import HParams
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_override_parses_types():
+  hp = t2tlite.create_hparams(
+      "transformer_base", "d_model=256,dropout=0.2,position_encoding=learned")
+  assert hp.d_model == 256 and isinstance(hp.d_model, int)
+  assert hp.dropout == 0.2 and isinstance(hp.dropout, float)
+  assert hp.position_encoding == "learned"
+  # The registered set itself is unchanged (immutable values).
+  assert t2tlite.create_hparams("transformer_base").d_model == 512
+
+
+def test_override_accepts_int_for_float_field():
+  assert t2tlite.create_hparams("transformer_base",
+                                "label_smoothing=0").label_smoothing == 0.0
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ("d_modle=256", "Unknown hparam 'd_modle'. Did you mean: d_model"),
+    ("d_model=big", r"d_model='big': expected a int"),
+    ("dropout=0.1.2", "dropout='0.1.2': expected a float"),
+    ("d_model", "expected name=value"),
+    ("position_encoding=relative", "expected one of sinusoid, learned"),
+    ("norm_position=middle", "expected one of post, pre"),
+    ("num_heads=0", "num_heads must be positive"),
+    ("dropout=1.5", r"dropout must be in \[0, 1\)"),
+])
+def test_bad_overrides_fail_clearly(overrides, message):
+  with pytest.raises(ValueError, match=message):
+    t2tlite.create_hparams("transformer_base", overrides)
+
+
+def test_frozen():
+  hp = HParams()
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    hp.d_model = 3
+
+
+def test_json_round_trip():
+  hp = t2tlite.create_hparams("transformer_big", "warmup_steps=8000")
+  assert HParams.from_json(hp.to_json()) == hp
+
+
+def test_json_with_unknown_field_fails():
+  with pytest.raises(ValueError, match="unknown fields"):
+    HParams.from_json('{"d_model": 4, "colour": "red"}')
+
+
+def test_base_and_big_match_the_paper():
+  base = t2tlite.create_hparams("transformer_base")
+  assert (base.num_layers, base.d_model, base.d_ff, base.num_heads, base.d_k,
+          base.d_v) == (6, 512, 2048, 8, 64, 64)
+  assert (base.dropout, base.label_smoothing) == (0.1, 0.1)
+  assert (base.adam_beta1, base.adam_beta2, base.adam_epsilon) == (
+      0.9, 0.98, 1e-9)
+  assert (base.warmup_steps, base.train_steps) == (4000, 100000)
+  assert (base.position_encoding, base.norm_position) == ("sinusoid", "post")
+  big = t2tlite.create_hparams("transformer_big")
+  assert (big.d_model, big.d_ff, big.num_heads, big.dropout,
+          big.train_steps) == (1024, 4096, 16, 0.3, 300000)
+  parsing = t2tlite.create_hparams("transformer_parsing")
+  assert (parsing.num_layers, parsing.d_model) == (4, 1024)
+
+
+# Table 3 rows: (name, the fields that differ from base).
+TABLE3 = {
+    "transformer_base_a1": dict(num_heads=1, d_k=512, d_v=512),
+    "transformer_base_a2": dict(num_heads=4, d_k=128, d_v=128),
+    "transformer_base_a3": dict(num_heads=16, d_k=32, d_v=32),
+    "transformer_base_a4": dict(num_heads=32, d_k=16, d_v=16),
+    "transformer_base_b1": dict(d_k=16),
+    "transformer_base_b2": dict(d_k=32),
+    "transformer_base_c1": dict(num_layers=2),
+    "transformer_base_c2": dict(num_layers=4),
+    "transformer_base_c3": dict(num_layers=8),
+    "transformer_base_c4": dict(d_model=256, d_k=32, d_v=32),
+    "transformer_base_c5": dict(d_model=1024, d_k=128, d_v=128),
+    "transformer_base_c6": dict(d_ff=1024),
+    "transformer_base_c7": dict(d_ff=4096),
+    "transformer_base_d1": dict(dropout=0.0),
+    "transformer_base_d2": dict(dropout=0.2),
+    "transformer_base_d3": dict(label_smoothing=0.0),
+    "transformer_base_d4": dict(label_smoothing=0.2),
+    "transformer_base_e": dict(position_encoding="learned"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE3))
+def test_table3_rows_differ_from_base_only_as_listed(name):
+  base = t2tlite.create_hparams("transformer_base").to_dict()
+  row = t2tlite.create_hparams(name).to_dict()
+  changed = {k: v for k, v in row.items() if base[k] != v}
+  assert changed == TABLE3[name]
+
+
+def test_every_named_set_is_valid():
+  for name in registry.hparams_sets.names():
+    assert isinstance(t2tlite.create_hparams(name), HParams)
+
+
+def test_every_field_is_read_somewhere():
+  """No field is accepted silently: each is read as `<obj>.<field>` in code
+  other than hparams_lib.py (named sets only write them)."""
+  sources = "\n".join(
+      p.read_text() for p in (REPO / "t2tlite").rglob("*.py")
+      if p.name != "hparams_lib.py")
+  for field in dataclasses.fields(HParams):
+    # Attribute reads (hp.x) or the model's list of architecture fields.
+    pattern = rf"\.{field.name}\b|\"{field.name}\""
+    assert re.search(pattern, sources), f"hparam {field.name} is never read"

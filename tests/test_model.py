@@ -1,0 +1,225 @@
+"""The Transformer model: parameter counts, masks, cached decoding, configs."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import t2tlite
+from t2tlite.layers.attention import MultiHeadAttention
+from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2tlite.layers.feed_forward import FeedForward
+from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
+                                               Residual)
+from t2tlite.models.transformer import Transformer
+
+VOCAB = 37000  # the paper's shared EN-DE BPE vocabulary (section 5.1)
+
+
+def analytic_param_count(hp, vocab):
+  """Counts the weights of section 3 by hand, independently of the code."""
+  d, h = hp.d_model, hp.num_heads
+  attention = d * h * hp.d_k * 2 + d * h * hp.d_v + h * hp.d_v * d
+  ffn = d * hp.d_ff + hp.d_ff + hp.d_ff * d + d
+  norm = 2 * d
+  encoder_layer = attention + ffn + 2 * norm
+  decoder_layer = 2 * attention + ffn + 3 * norm
+  total = vocab * d + hp.num_layers * (encoder_layer + decoder_layer)
+  if hp.position_encoding == "learned":
+    total += 2 * hp.max_length * d
+  if hp.norm_position == "pre":
+    total += 2 * norm
+  return total
+
+
+PAPER_SETS = ["transformer_base", "transformer_big"] + [
+    f"transformer_base_{row}" for row in
+    ("a1", "a2", "a3", "a4", "b1", "b2", "c1", "c2", "c3", "c4", "c5", "c6",
+     "c7", "e")]
+
+
+@pytest.mark.parametrize("name", PAPER_SETS)
+def test_parameter_count_matches_analytic_count(name):
+  hp = t2tlite.create_hparams(name)
+  model = t2tlite.build_model(hp, VOCAB)
+  assert model.count_params() == analytic_param_count(hp, VOCAB)
+
+
+def test_parameter_count_pre_norm():
+  hp = t2tlite.create_hparams("transformer_tiny", "norm_position=pre")
+  model = t2tlite.build_model(hp, 100)
+  assert model.count_params() == analytic_param_count(hp, 100)
+
+
+def tiny(overrides="", vocab=40, seed=1):
+  keras.utils.set_random_seed(seed)
+  hp = t2tlite.create_hparams("transformer_tiny", overrides)
+  return t2tlite.build_model(hp, vocab)
+
+
+VARIANTS = ["", "norm_position=pre", "position_encoding=learned",
+            "d_k=16,d_v=24"]
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_decoder_is_causal(overrides):
+  model = tiny(overrides)
+  inputs = tf.constant([[5, 6, 7, 8, 1]])
+  targets = np.array([[9, 10, 11, 12, 13, 1]])
+  before = model({"inputs": inputs, "targets": targets}).numpy()
+  for t in range(targets.shape[1]):
+    changed = targets.copy()
+    changed[0, t] = 30
+    after = model({"inputs": inputs, "targets": changed}).numpy()
+    # Logits at position p depend on targets < p (the input is shifted right).
+    np.testing.assert_allclose(after[:, :t + 1], before[:, :t + 1], atol=1e-5)
+    if t + 1 < targets.shape[1]:
+      assert np.abs(after[:, t + 1] - before[:, t + 1]).max() > 1e-4
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_padding_leaves_real_positions_unchanged(overrides):
+  model = tiny(overrides)
+  inputs = tf.constant([[5, 6, 7, 1]])
+  targets = tf.constant([[9, 10, 1]])
+  plain = model({"inputs": inputs, "targets": targets}).numpy()
+  padded = model({"inputs": tf.pad(inputs, [[0, 0], [0, 4]]),
+                  "targets": tf.pad(targets, [[0, 0], [0, 3]])}).numpy()
+  np.testing.assert_allclose(padded[:, :3], plain, atol=1e-5)
+  # Batched with a longer example, the short one still gets the same logits.
+  batch = model({"inputs": tf.constant([[5, 6, 7, 1, 0, 0], [4, 4, 4, 4, 4, 1]]),
+                 "targets": tf.constant([[9, 10, 1, 0], [3, 3, 3, 1]])}).numpy()
+  np.testing.assert_allclose(batch[:1, :3], plain, atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_cached_decoding_reproduces_full_forward(overrides):
+  model = tiny(overrides)
+  inputs = tf.constant([[5, 6, 7, 8, 1, 0], [4, 3, 1, 0, 0, 0]])
+  targets = tf.constant([[9, 10, 11, 12, 1], [13, 14, 15, 1, 0]])
+  full = model({"inputs": inputs, "targets": targets}).numpy()
+  cache = model.init_cache(inputs, max_decode_length=8)
+  previous = tf.zeros([2], tf.int32)  # the start symbol
+  for step in range(targets.shape[1]):
+    logits, cache = model.decode_step(previous, tf.constant(step), cache)
+    np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-4)
+    previous = targets[:, step]
+
+
+def test_cached_decoding_in_a_compiled_loop():
+  """decode_step keeps static shapes, so a tf.while_loop can carry the cache
+  (with XLA too): this is what beam search and the exporter rely on."""
+  model = tiny()
+  inputs = tf.constant([[5, 6, 7, 8, 1]])
+
+  def greedy(inputs):
+    cache = model.init_cache(inputs, max_decode_length=6)
+    ids = tf.zeros([6], tf.int32)
+
+    def body(step, previous, ids, cache):
+      logits, cache = model.decode_step(previous, step, cache)
+      token = tf.argmax(logits, -1, output_type=tf.int32)
+      ids = tf.tensor_scatter_nd_update(ids, [[step]], token)
+      return step + 1, token, ids, cache
+
+    _, _, ids, _ = tf.while_loop(lambda s, *_: s < 6, body,
+                                 (0, tf.zeros([1], tf.int32), ids, cache))
+    return ids
+
+  eager = greedy(inputs).numpy()
+  graph = tf.function(greedy)(inputs).numpy()
+  xla = tf.function(greedy, jit_compile=True)(inputs).numpy()
+  np.testing.assert_array_equal(eager, graph)
+  np.testing.assert_array_equal(eager, xla)
+
+
+def test_attention_weights_shapes_and_normalisation():
+  model = tiny()
+  maps = model.attention_weights({"inputs": tf.constant([[5, 6, 7, 1, 0]]),
+                                  "targets": tf.constant([[8, 9, 1]])})
+  assert [m.shape for m in maps["encoder"]] == [(1, 4, 5, 5)] * 2
+  assert [m.shape for m in maps["decoder_self"]] == [(1, 4, 3, 3)] * 2
+  assert [m.shape for m in maps["encdec"]] == [(1, 4, 3, 5)] * 2
+  np.testing.assert_allclose(maps["encdec"][0].numpy().sum(-1), 1.0, atol=1e-5)
+  assert np.all(maps["encdec"][0].numpy()[..., 4] == 0.0)  # padding
+  assert np.all(np.triu(maps["decoder_self"][1].numpy()[0, 0], 1) == 0.0)
+
+
+def test_sinusoid_encoding_matches_section_3_5():
+  layer = PositionEncoding("sinusoid")
+  layer.build((None, None, 6))
+  table = layer.encodings(0, 50).numpy()
+  pos, i = 37, 2
+  np.testing.assert_allclose(table[pos, 2 * i],
+                             np.sin(pos / 10000**(2 * i / 6)), atol=1e-5)
+  np.testing.assert_allclose(table[pos, 2 * i + 1],
+                             np.cos(pos / 10000**(2 * i / 6)), atol=1e-5)
+  np.testing.assert_allclose(layer.encodings(7, 3).numpy(), table[7:10],
+                             atol=1e-5)
+
+
+def test_embedding_is_shared_and_scaled():
+  model = tiny(vocab=40)
+  table = model.embedding.embeddings.numpy()
+  assert table.shape == (40, 128)
+  np.testing.assert_allclose(model.embedding(tf.constant([[3]])).numpy()[0, 0],
+                             table[3] * np.sqrt(128), rtol=1e-6)
+  x = tf.random.normal([1, 2, 128])
+  np.testing.assert_allclose(model.embedding.logits(x).numpy(),
+                             x.numpy() @ table.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("layer, args", [
+    (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, attention_dropout=0.1),
+     [tf.zeros([1, 4, 8])]),
+    (FeedForward(d_ff=16, relu_dropout=0.2), [tf.zeros([1, 4, 8])]),
+    (SharedEmbedding(vocab_size=11, d_model=8), [tf.zeros([1, 4], tf.int32)]),
+    (PositionEncoding("learned", max_length=9), [tf.zeros([1, 4, 8])]),
+    (Residual("pre", 0.3, 1e-5), [tf.zeros([1, 4, 8]), tf.zeros([1, 4, 8])]),
+    (EncoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16, dropout=0.2,
+                  attention_dropout=0.1, relu_dropout=0.1,
+                  norm_position="pre", layer_norm_epsilon=1e-5),
+     [tf.zeros([1, 4, 8]), None]),
+    (DecoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16),
+     [tf.zeros([1, 3, 8]), tf.zeros([1, 4, 8]), None, None]),
+])
+def test_layer_get_config_round_trip(layer, args):
+  layer(*args)
+  config = layer.get_config()
+  clone = type(layer).from_config(config)
+  assert clone.get_config() == config
+  clone(*args)
+  assert [w.shape for w in clone.weights] == [w.shape for w in layer.weights]
+
+
+def test_model_get_config_round_trip():
+  model = tiny("norm_position=pre,position_encoding=learned,d_v=16")
+  config = model.get_config()
+  clone = Transformer.from_config(config)
+  assert clone.get_config() == config
+  ids = tf.constant([[3, 4, 1]])
+  clone({"inputs": ids, "targets": ids})
+  assert clone.count_params() == model.count_params()
+  # And through Keras serialization, as a saved .keras model would go.
+  again = keras.saving.deserialize_keras_object(
+      keras.saving.serialize_keras_object(model))
+  assert again.get_config() == config
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision(policy):
+  keras.utils.set_random_seed(3)
+  hp = t2tlite.create_hparams("transformer_tiny")
+  model = t2tlite.build_model(hp, 40, dtype=policy)
+  assert model.embedding.embeddings.dtype == "float32"  # variables stay fp32
+  inputs = tf.constant([[5, 6, 7, 1]])
+  targets = tf.constant([[8, 9, 1]])
+  with tf.GradientTape() as tape:
+    logits = model({"inputs": inputs, "targets": targets}, training=True)
+    loss = tf.reduce_mean(logits)
+  assert logits.dtype == tf.float32
+  grads = tape.gradient(loss, model.trainable_variables)
+  assert all(g is not None for g in grads)
+  full = model({"inputs": inputs, "targets": targets})
+  cache = model.init_cache(inputs, 4)
+  logits, _ = model.decode_step(tf.zeros([1], tf.int32), 0, cache)
+  np.testing.assert_allclose(logits.numpy(), full[:, 0].numpy(), atol=0.1)

@@ -1,0 +1,68 @@
+"""Loss, schedule and optimizer of sections 5.3 and 5.4."""
+import math
+
+import numpy as np
+import tensorflow as tf
+
+import t2tlite
+from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
+from t2tlite.train.schedules import (NoamSchedule, build_optimizer,
+                                     noam_learning_rate)
+
+
+def test_schedule_matches_eq3_at_key_steps():
+  d_model, warmup = 512, 4000
+  for step in (1, 4000, 100000):
+    expected = d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    got = float(noam_learning_rate(step, d_model, warmup))
+    assert math.isclose(got, expected, rel_tol=1e-6), (step, got, expected)
+  # Linear warm-up, then inverse square root: the peak is at warmup_steps.
+  assert math.isclose(float(noam_learning_rate(4000, 512, 4000)),
+                      512**-0.5 * 4000**-0.5, rel_tol=1e-6)
+  assert math.isclose(float(noam_learning_rate(2, 512, 4000, scale=2.0)),
+                      2 * 512**-0.5 * 2 * 4000**-1.5, rel_tol=1e-6)
+
+
+def test_keras_schedule_uses_one_based_steps():
+  schedule = NoamSchedule(512, 4000)
+  # Optimizer iteration 0 is the first update: step_num 1.
+  assert math.isclose(float(schedule(0)), float(noam_learning_rate(1, 512,
+                                                                   4000)))
+  assert math.isclose(float(schedule(3999)), 512**-0.5 * 4000**-0.5,
+                      rel_tol=1e-6)
+  assert NoamSchedule.from_config(schedule.get_config()).warmup_steps == 4000
+
+
+def test_optimizer_reads_hparams():
+  hp = t2tlite.create_hparams(
+      "transformer_base", "adam_beta2=0.997,adam_epsilon=1e-6,"
+      "learning_rate_scale=2,warmup_steps=100")
+  optimizer = build_optimizer(hp)
+  assert math.isclose(optimizer.beta_2, 0.997)
+  assert math.isclose(optimizer.epsilon, 1e-6)
+  assert math.isclose(float(optimizer.learning_rate),
+                      float(noam_learning_rate(1, 512, 100, scale=2.0)),
+                      rel_tol=1e-6)
+
+
+def test_label_smoothing_against_hand_computation():
+  # Vocabulary of 3; p = softmax([0, ln 2, 0]) = [1/4, 1/2, 1/4]; target 1.
+  logits = tf.constant([[[0.0, math.log(2.0), 0.0], [5.0, 1.0, 2.0]]])
+  targets = tf.constant([[1, 0]])  # the second position is padding
+  eps = 0.1
+  smoothed, nll, weights = smoothed_cross_entropy(logits, targets, eps)
+  # q = (1 - eps) onehot + eps / 3.
+  hand = -((1 - eps + eps / 3) * math.log(1 / 2) + 2 * (eps / 3) *
+           math.log(1 / 4))
+  np.testing.assert_allclose(smoothed.numpy(), [[hand, 0.0]], rtol=1e-6)
+  np.testing.assert_allclose(nll.numpy(), [[math.log(2.0), 0.0]], rtol=1e-6)
+  np.testing.assert_array_equal(weights.numpy(), [[1.0, 0.0]])
+  # Without smoothing the loss is the NLL.
+  plain, _, _ = smoothed_cross_entropy(logits, targets, 0.0)
+  np.testing.assert_allclose(plain.numpy(), nll.numpy(), rtol=1e-6)
+
+
+def test_token_accuracy_ignores_padding():
+  logits = tf.one_hot([[2, 1, 0, 0]], 3) * 5.0
+  correct, weights = token_accuracy(logits, tf.constant([[2, 2, 1, 0]]))
+  assert correct.numpy().sum() == 1.0 and weights.numpy().sum() == 3.0
