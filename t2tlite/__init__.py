@@ -16,3 +16,4 @@ from t2tlite.models.transformer import Transformer, build_model  # noqa: E402,F4
 from t2tlite import hparams as _builtin_hparams  # noqa: E402,F401  (registers sets)
 
 __version__ = "0.1.0"
+from t2tlite import problems as _builtin_problems  # noqa: E402,F401  (registers problems)

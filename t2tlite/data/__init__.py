@@ -1,0 +1,2 @@
+"""Data: sentencepiece vocabularies, TFRecord shards, raw readers, the tf.data
+input pipeline."""

@@ -1,0 +1,126 @@
+"""What t2t-datagen does for a text problem: vocabulary, then records per split.
+
+Everything lands in data_dir under the problem's data name P:
+
+    vocab.P.model                 sentencepiece model (trained once, reused)
+    P-<split>-NNNNN-of-NNNNN      TFRecord shards (+ .json statistics each)
+    P-<dev|test>.inputs.txt       the text of the dev/test samples kept in the
+    P-<dev|test>.targets.txt      records, for decoding and BLEU/F1 later
+    P.datagen.json                the summary of the last complete run
+
+Re-running keeps what is complete: the vocabulary, complete shards and text
+files. Training a new vocabulary deletes P's old records (their ids are stale).
+"""
+import json
+import os
+import re
+
+from absl import logging
+
+from t2tlite.data import records
+from t2tlite.data import vocab as vocab_lib
+
+
+def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
+             vocab_size=None, progress=None):
+  """Generates a Text2TextProblem's vocabulary and records.
+
+  Args:
+    problem: a `Text2TextProblem` (a `_rev` variant writes the same files).
+    data_dir: output folder (created).
+    tmp_dir: downloads and scratch space; default `data_dir/tmp`.
+    raw_data_dir: local raw corpus for problems that read one.
+    vocab_size: overrides `problem.vocab_size` (reduced with a warning when
+      the corpus cannot support it).
+    progress: optional callable(split, samples_read), called every 1000
+      samples.
+
+  Returns:
+    {"problem", "data_dir", "vocab": {"file", "type", "size", "requested",
+    "reused"}, "splits": {split: {"examples", "input_tokens",
+    "target_tokens", "skipped": {reason: n}, "skipped_where": {reason:
+    [where]}, "lengths", "shards", "reused_shards"}}}; also saved as
+    P.datagen.json.
+  """
+  data_dir = os.path.expanduser(data_dir)
+  os.makedirs(data_dir, exist_ok=True)
+  tmp_dir = os.path.expanduser(tmp_dir or os.path.join(data_dir, "tmp"))
+  raw_data_dir = raw_data_dir and os.path.expanduser(raw_data_dir)
+  splits = problem.available_splits(tmp_dir, raw_data_dir)  # fails early
+  summary = {
+      "problem": problem.data_name, "data_dir": data_dir,
+      "vocab": _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir,
+                                  vocab_size),
+      "splits": {}}
+  vocab = problem.vocabulary(data_dir)
+  for split in splits:
+    paths = records.shard_paths(data_dir, problem.data_name, split,
+                                problem.num_shards[split])
+    text_paths = (None if split == "train" else
+                  problem.stored_text_files(data_dir, split))
+    summary["splits"][split] = records.write_split(
+        problem.generate_samples(split, tmp_dir, raw_data_dir), vocab, paths,
+        max_length=problem.max_length if split == "train" else None,
+        text_paths=text_paths,
+        progress=(lambda n, split=split: progress(split, n)) if progress
+        else None)
+  path = os.path.join(data_dir, f"{problem.data_name}.datagen.json")
+  with open(path + ".incomplete", "w", encoding="utf-8") as f:
+    json.dump(summary, f, indent=1)
+  os.replace(path + ".incomplete", path)
+  return summary
+
+
+def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size):
+  path = problem.vocab_file(data_dir)
+  requested = vocab_size or problem.vocab_size
+  info = {"file": path, "type": problem.vocab_type, "requested": requested}
+  if os.path.exists(path):
+    size = vocab_lib.Vocabulary.from_file(path).size
+    if vocab_size and vocab_size != size:
+      logging.warning(
+          "Keeping the existing vocabulary %s (%d pieces); --vocab_size=%d "
+          "is not applied. Delete it to train a new one (its records are "
+          "then regenerated).", path, size, vocab_size)
+    return dict(info, size=size, reused=True)
+  _remove_records(data_dir, problem.data_name)
+  size = vocab_lib.train_sentencepiece(
+      lambda: problem.vocab_texts(tmp_dir, raw_data_dir), path, requested,
+      model_type=problem.vocab_type,
+      input_sentence_size=problem.vocab_sample_size,
+      byte_fallback=problem.vocab_byte_fallback)
+  return dict(info, size=size, reused=False)
+
+
+def _remove_records(data_dir, data_name):
+  stale = re.compile(
+      rf"^{re.escape(data_name)}-(train|dev|test)(-\d{{5}}-of-\d{{5}}"
+      rf"(\.json)?|\.(inputs|targets)\.txt)$")
+  for name in os.listdir(data_dir):
+    if stale.match(name):
+      logging.info("Removing %s (encoded with an older vocabulary).", name)
+      os.remove(os.path.join(data_dir, name))
+
+
+def format_summary(summary):
+  """The closing report of a `generate` summary, as text lines."""
+  vocab = summary["vocab"]
+  requested = (f" (requested {vocab['requested']})"
+               if vocab["size"] != vocab["requested"] else "")
+  lines = [f"{summary['problem']} -> {summary['data_dir']}",
+           f"  vocabulary ({'reused' if vocab['reused'] else 'trained'}): "
+           f"{vocab['file']}, {vocab['type']}, {vocab['size']} pieces"
+           f"{requested}",
+           f"  {'split':6} {'examples':>10} {'input tok':>12} "
+           f"{'target tok':>12} {'shards':>12}  skipped"]
+  for split, stats in summary["splits"].items():
+    skipped = ", ".join(
+        f"{count} {reason} (e.g. "
+        f"{'; '.join(stats['skipped_where'][reason][:2]) or '-'})"
+        for reason, count in stats["skipped"].items()) or "none"
+    shards = str(stats["shards"]) + (
+        f" ({stats['reused_shards']} kept)" if stats["reused_shards"] else "")
+    lines.append(f"  {split:6} {stats['examples']:>10,} "
+                 f"{stats['input_tokens']:>12,} {stats['target_tokens']:>12,} "
+                 f"{shards:>12}  {skipped}")
+  return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""The input pipeline: TFRecord shards -> per-replica batches counted in tokens.
+
+As in tensor2tensor, examples are grouped by length into buckets whose lengths
+grow about 10% apart (8, 9, 10, ..., max_length); a bucket of length L is padded
+to exactly L and holds batch_size // L examples, so every batch has at most
+batch_size padded tokens, and there are only as many shapes as buckets (bounded
+retracing, static-ish shapes for XLA).
+"""
+import tensorflow as tf
+
+from t2tlite.data import records
+
+_MIN_BUCKET = 8
+_BUCKET_STEP = 1.1
+_CYCLE_LENGTH = 16  # shards read at once; fixed so evaluation order is too
+
+
+def bucket_lengths(max_length, min_length=_MIN_BUCKET, step=_BUCKET_STEP):
+  """Padded lengths of the buckets, increasing, the last one `max_length`."""
+  lengths, length = [], min_length
+  while length < max_length:
+    lengths.append(length)
+    length = max(length + 1, int(length * step))
+  return lengths + [max_length]
+
+
+def example_length(example):
+  """max(len(inputs), len(targets)) of one parsed example: int32 []."""
+  return tf.maximum(tf.shape(example["inputs"])[0],
+                    tf.shape(example["targets"])[0])
+
+
+def make_dataset(files, batch_size, max_length, training, input_context=None,
+                 swap=False, seed=None, repeat=False,
+                 shuffle_buffer=10_000):
+  """Batches of records, for one input pipeline (replica group).
+
+  Args:
+    files: TFRecord shard paths (see `records`).
+    batch_size: padded tokens per batch (per replica).
+    max_length: longest kept example, EOS included; longer ones are dropped.
+    training: shuffle shards and examples (non-deterministic order);
+      otherwise a deterministic order.
+    input_context: `tf.distribute.InputContext`; each input pipeline gets its
+      own shards (or every n-th example when there are fewer shards).
+    swap: exchange inputs and targets (reversed problems).
+    seed: shuffle seed.
+    repeat: cycle through the data forever.
+    shuffle_buffer: examples in the training shuffle buffer.
+
+  Returns:
+    tf.data.Dataset of {"inputs": int32 [batch, L], "targets": int32
+    [batch, L]}, L a bucket length, batch * L <= batch_size, padding 0.
+  """
+  if batch_size < max_length:
+    raise ValueError(f"batch_size={batch_size} tokens cannot hold one example "
+                     f"of max_length={max_length}; raise batch_size.")
+  files = list(files)
+  pipelines, pipeline_id = ((input_context.num_input_pipelines,
+                             input_context.input_pipeline_id)
+                            if input_context else (1, 0))
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  by_file = pipelines > 1 and len(files) >= pipelines
+  if by_file:
+    dataset = dataset.shard(pipelines, pipeline_id)
+  if training:
+    dataset = dataset.shuffle(len(files), seed=seed)
+  if repeat:
+    dataset = dataset.repeat()
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=min(len(files), _CYCLE_LENGTH),
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
+  if pipelines > 1 and not by_file:
+    dataset = dataset.shard(pipelines, pipeline_id)
+  if training:
+    dataset = dataset.shuffle(shuffle_buffer, seed=seed)
+  dataset = dataset.map(records.parse_example,
+                        num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=not training)
+  if swap:
+    dataset = dataset.map(
+        lambda ex: {"inputs": ex["targets"], "targets": ex["inputs"]})
+  dataset = dataset.filter(lambda ex: example_length(ex) <= max_length)
+  lengths = bucket_lengths(max_length)
+  dataset = dataset.bucket_by_sequence_length(
+      example_length,
+      # Bucket i holds lengths in [boundary[i-1], boundary[i]) and is padded
+      # to boundary[i] - 1 = lengths[i]; the last bucket stays empty.
+      bucket_boundaries=[length + 1 for length in lengths],
+      bucket_batch_sizes=[batch_size // length for length in lengths] + [1],
+      padded_shapes={"inputs": [None], "targets": [None]},
+      pad_to_bucket_boundary=True)  # default padding value: 0 = PAD
+  return dataset.prefetch(tf.data.AUTOTUNE)

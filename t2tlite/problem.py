@@ -1,0 +1,284 @@
+"""Problems: a dataset's samples, vocabulary, records and input pipeline.
+
+A text problem is a `Text2TextProblem` subclass that yields
+`{"inputs": str, "targets": str}` per split and declares its vocabulary, splits,
+shard counts and maximum length; `@register_problem` makes it available by name:
+
+    @register_problem("my_copy")
+    class MyCopy(Text2TextProblem):
+      vocab_size = 1000
+      def generate_samples(self, split, tmp_dir, raw_data_dir=None):
+        for line in open(f"{raw_data_dir}/{split}.txt"):
+          yield {"inputs": line, "targets": line}
+
+What the trainer, decoder and t2t-datagen call:
+
+    problem = get_problem("translate_ende_wmt")  # or "translate_ende_wmt_rev"
+    problem.generate_data(data_dir, tmp_dir, raw_data_dir=None, vocab_size=None)
+    vocab = problem.vocabulary(data_dir)  # a t2tlite.data.vocab.Vocabulary
+    ds = problem.dataset(data_dir, "train", hp, training=True)
+    dist_ds = problem.distributed_dataset(strategy, data_dir, "dev", hp, False)
+    pairs = problem.text_pairs(data_dir, "test")  # [(inputs, targets)]
+    tree = problem.postprocess(decoded_text, inputs=source_text)
+
+`NAME_rev` is the same problem with inputs and targets swapped: it reads (and
+generates) the same files as NAME, swapping when reading.
+"""
+import difflib
+import json
+import os
+import re
+
+from absl import logging
+
+from t2tlite import registry
+from t2tlite.data import datagen, pipeline, records
+from t2tlite.data.samples import DataError, Skipped  # noqa: F401  (re-exported)
+from t2tlite.data.vocab import Vocabulary
+
+SPLITS = ("train", "dev", "test")
+REVERSE_SUFFIX = "_rev"
+
+
+def _snake_case(name):
+  return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def register_problem(name=None):
+  """Registers a Problem subclass under a name.
+
+  Use `@register_problem("name")`, or bare `@register_problem` to name it from
+  the class name in snake_case (`TranslateEndeWmt` -> `translate_ende_wmt`).
+  Names ending in `_rev` are reserved for the reversed variants.
+  """
+  def decorator(cls, name=name):
+    name = name or _snake_case(cls.__name__)
+    if name.endswith(REVERSE_SUFFIX):
+      raise ValueError(f"Problem name '{name}': the suffix {REVERSE_SUFFIX} is "
+                       f"reserved for reversed variants, pick another name.")
+    registry.problems.add(name, cls)
+    cls.name = name
+    return cls
+
+  if isinstance(name, type):  # bare @register_problem
+    return decorator(name, None)
+  return decorator
+
+
+def get_problem(name):
+  """A new instance of the registered problem `name` (or `NAME_rev`).
+
+  Raises:
+    registry.RegistryError: unknown name; the message lists close names.
+  """
+  if name in registry.problems:
+    return registry.problems.get(name)()
+  base = name[:-len(REVERSE_SUFFIX)]
+  if name.endswith(REVERSE_SUFFIX) and base in registry.problems:
+    return registry.problems.get(base)(reverse=True)
+  known = registry.problems.names()
+  close = difflib.get_close_matches(
+      name, known + [n + REVERSE_SUFFIX for n in known], n=5, cutoff=0.5)
+  hint = (f" Did you mean: {', '.join(close)}?" if close else
+          f" Registered: {', '.join(known) or '(none)'} (each also as "
+          f"NAME{REVERSE_SUFFIX}).")
+  raise registry.RegistryError(
+      f"Unknown problem '{name}'.{hint} Plugins load with --t2t_usr_dir.")
+
+
+class Problem:
+  """The reading side of a problem: records, vocabulary and splits in data_dir.
+
+  Attributes:
+    name: the name it was obtained by ("translate_ende_wmt_rev").
+    data_name: the registered name, used for its files in data_dir.
+    reverse: whether inputs and targets are swapped when reading.
+    num_shards: {split: number of TFRecord shards}.
+  """
+  name = None  # set by register_problem on the class
+  num_shards = {"train": 10, "dev": 1, "test": 1}
+
+  def __init__(self, reverse=False):
+    self.data_name = type(self).name or _snake_case(type(self).__name__)
+    self.reverse = reverse
+    self.name = self.data_name + (REVERSE_SUFFIX if reverse else "")
+    self._vocab = None
+
+  def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
+                    vocab_size=None, progress=None):
+    """Writes vocabulary and records into data_dir; returns a summary dict."""
+    raise NotImplementedError
+
+  def vocab_file(self, data_dir):
+    """Path of the sentencepiece model shared by inputs and targets."""
+    return os.path.join(os.path.expanduser(data_dir),
+                        f"vocab.{self.data_name}.model")
+
+  def vocabulary(self, data_dir):
+    """The `Vocabulary` saved in data_dir (loaded again only if the file
+    changed).
+
+    Raises:
+      DataError: no vocabulary file (t2t-datagen has not been run).
+    """
+    path = self.vocab_file(data_dir)
+    if not os.path.exists(path):
+      raise DataError(
+          f"No vocabulary for {self.data_name} in {data_dir} (expected "
+          f"{path}); run t2t-datagen --problem={self.data_name} "
+          f"--data_dir={data_dir} first.")
+    key = (path, os.stat(path).st_mtime_ns)
+    if self._vocab is None or self._vocab[0] != key:
+      self._vocab = (key, Vocabulary.from_file(path))
+    return self._vocab[1]
+
+  def _check_split(self, split):
+    if split not in SPLITS:
+      raise DataError(f"Unknown split '{split}': expected one of "
+                      f"{', '.join(SPLITS)}.")
+
+  def shard_files(self, data_dir, split):
+    """The complete TFRecord shards of a split (DataError if none/partial)."""
+    self._check_split(split)
+    return records.find_shards(os.path.expanduser(data_dir), self.data_name,
+                               split)
+
+  def split_stats(self, data_dir, split):
+    """Datagen statistics of a split: examples, tokens, skips, "lengths"
+    ({max(len(inputs), len(targets)) as str: count}, EOS included)."""
+    return records.read_stats(self.shard_files(data_dir, split))
+
+  def count_longer(self, data_dir, split, max_length):
+    """(examples longer than max_length tokens, all examples) of a split:
+    what `dataset` drops, from the datagen statistics."""
+    lengths = self.split_stats(data_dir, split)["lengths"]
+    return (sum(n for k, n in lengths.items() if int(k) > max_length),
+            sum(lengths.values()))
+
+  def dataset(self, data_dir, split, hp, training, input_context=None,
+              seed=None, repeat=None):
+    """Token-budget batches of one replica's share of a split.
+
+    Args:
+      data_dir: where t2t-datagen wrote the records.
+      split: "train", "dev" or "test".
+      hp: HParams; uses hp.batch_size (padded tokens per replica per batch)
+        and hp.max_length (longer examples, EOS included, are dropped; the
+        number dropped is logged, see `split_stats`).
+      training: shuffle and repeat (unless repeat=False); otherwise one
+        deterministic pass.
+      input_context: a `tf.distribute.InputContext` (per-replica sharding).
+      seed: shuffle seed for reproducible training order.
+      repeat: repeat forever; defaults to `training`.
+
+    Returns:
+      tf.data.Dataset of {"inputs": int32 [batch, length],
+      "targets": int32 [batch, length]}, padded with 0 to the bucket length,
+      batch * length <= hp.batch_size.
+    """
+    files = self.shard_files(data_dir, split)
+    too_long, total = self.count_longer(data_dir, split, hp.max_length)
+    if too_long:
+      logging.info("%s %s: dropping %d of %d examples longer than "
+                   "max_length=%d tokens.", self.name, split, too_long, total,
+                   hp.max_length)
+    return pipeline.make_dataset(
+        files, batch_size=hp.batch_size, max_length=hp.max_length,
+        training=training, input_context=input_context, swap=self.reverse,
+        seed=seed, repeat=training if repeat is None else repeat)
+
+  def distributed_dataset(self, strategy, data_dir, split, hp, training,
+                          seed=None):
+    """`dataset` per input pipeline via distribute_datasets_from_function."""
+    return strategy.distribute_datasets_from_function(
+        lambda context: self.dataset(data_dir, split, hp, training,
+                                     input_context=context, seed=seed))
+
+  def stored_text_files(self, data_dir, split):
+    """(inputs_path, targets_path) of the dev/test text as datagen stores it
+    (never swapped)."""
+    self._check_split(split)
+    return tuple(os.path.join(os.path.expanduser(data_dir),
+                              f"{self.data_name}-{split}.{side}.txt")
+                 for side in ("inputs", "targets"))
+
+  def text_files(self, data_dir, split):
+    """(inputs_path, targets_path): the dev/test text kept by datagen, one
+    sample a line, the same samples as the records (swapped for NAME_rev)."""
+    paths = self.stored_text_files(data_dir, split)
+    return paths[::-1] if self.reverse else paths
+
+  def text_pairs(self, data_dir, split):
+    """[(inputs, targets)] text of a dev/test split, for decoding and scoring.
+
+    Raises:
+      DataError: the text files are missing (train has none; or run datagen).
+    """
+    paths = self.text_files(data_dir, split)
+    for path in paths:
+      if not os.path.exists(path):
+        raise DataError(
+            f"{path} does not exist: t2t-datagen keeps the text of the dev "
+            f"and test splits only; run t2t-datagen --problem="
+            f"{self.data_name} --data_dir={data_dir}.")
+    with open(paths[0], encoding="utf-8") as f_in, open(
+        paths[1], encoding="utf-8") as f_out:
+      return [(a.rstrip("\n"), b.rstrip("\n")) for a, b in zip(f_in, f_out)]
+
+  def postprocess(self, text, inputs=None):
+    """Turns decoded target text into the problem's output form (identity
+    here; parsing turns a linearized tree into a bracketed tree)."""
+    del inputs
+    return text
+
+  def datagen_summary(self, data_dir):
+    """The summary dict saved by the last complete `generate_data`."""
+    path = os.path.join(os.path.expanduser(data_dir),
+                        f"{self.data_name}.datagen.json")
+    with open(path, encoding="utf-8") as f:
+      return json.load(f)
+
+
+class Text2TextProblem(Problem):
+  """A problem made of text pairs. Subclasses implement `generate_samples`.
+
+  Class attributes to declare:
+    vocab_type: "bpe" or "unigram" (sentencepiece model type).
+    vocab_size: pieces in the shared vocabulary (ids 0-2 included); reduced
+      with a warning when the corpus cannot support it.
+    vocab_sample_size: at most this many sentences train the vocabulary.
+    vocab_byte_fallback: rare characters become UTF-8 byte pieces instead of
+      UNK (lossless text; the vocabulary then needs 256 more pieces).
+    num_shards: {split: shards}.
+    max_length: if set, training examples longer than this many tokens on
+      either side (EOS included) are not written (counted in the summary).
+  """
+  vocab_type = "bpe"
+  vocab_size = 8000
+  vocab_sample_size = 1_000_000
+  vocab_byte_fallback = False
+  max_length = None
+
+  def generate_samples(self, split, tmp_dir, raw_data_dir=None):
+    """Yields {"inputs": str, "targets": str} (or `Skipped`) for a split."""
+    raise NotImplementedError
+
+  def available_splits(self, tmp_dir, raw_data_dir=None):
+    """The splits this source provides; should fail early (DataError) when
+    the source is missing. All of SPLITS by default."""
+    del tmp_dir, raw_data_dir
+    return SPLITS
+
+  def vocab_texts(self, tmp_dir, raw_data_dir=None):
+    """Sentences to train the vocabulary on: both sides of train."""
+    for sample in self.generate_samples("train", tmp_dir, raw_data_dir):
+      if not isinstance(sample, Skipped):
+        yield sample["inputs"]
+        yield sample["targets"]
+
+  def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
+                    vocab_size=None, progress=None):
+    """Trains (or reuses) the vocabulary and writes the records of every
+    available split; see `t2tlite.data.datagen.generate`."""
+    return datagen.generate(self, data_dir, tmp_dir, raw_data_dir, vocab_size,
+                            progress)

@@ -1,0 +1,221 @@
+"""t2t-datagen: Multi30k to records, the summary, resuming, temporary names,
+and the real command with a --t2t_usr_dir plugin."""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from conftest import MULTI30K_TRAIN_LINES, read_lines, shared_corpus
+from t2tlite import problem as problem_lib
+from t2tlite import registry
+from t2tlite.data import records, trees
+from t2tlite.hparams_lib import create_hparams
+
+PLUGINS = pathlib.Path(__file__).resolve().parent / "plugins"
+
+
+def _records(path):
+  return [records.parse_example(r) for r in tf.data.TFRecordDataset(path)]
+
+
+def test_multi30k_summary_counts_every_line(multi30k_data, multi30k_raw):
+  problem, data_dir, summary = multi30k_data
+  splits = summary["splits"]
+  assert set(splits) == {"train", "dev", "test"}
+  for split, name in (("train", "train"), ("dev", "val.en.gz"),
+                      ("test", "test_2016_flickr.en.gz")):
+    path = multi30k_raw / (name if split != "train" else "train.en")
+    lines = len(read_lines(path))
+    assert splits[split]["examples"] + sum(
+        splits[split]["skipped"].values()) == lines
+  assert splits["train"]["examples"] == MULTI30K_TRAIN_LINES  # no bad lines
+  assert splits["dev"]["examples"] == 1014
+  assert summary["vocab"]["size"] == 1000 and not summary["vocab"]["reused"]
+  assert problem.datagen_summary(str(data_dir)) == summary
+  assert not [n for n in os.listdir(data_dir) if "incomplete" in n]
+  shards = problem.shard_files(str(data_dir), "train")
+  assert [os.path.basename(p) for p in shards[:2]] == [
+      "translate_ende_wmt-train-00000-of-00032",
+      "translate_ende_wmt-train-00001-of-00032"]
+
+
+def test_records_hold_the_text_with_one_final_eos(multi30k_data, multi30k_raw):
+  problem, data_dir, summary = multi30k_data
+  vocab = problem.vocabulary(str(data_dir))
+  examples = _records(problem.shard_files(str(data_dir), "dev")[0])
+  assert len(examples) == 1014
+  english = read_lines(multi30k_raw / "val.en.gz")
+  german = read_lines(multi30k_raw / "val.de.gz")
+  for side, text in (("inputs", english), ("targets", german)):
+    rows = [e[side].numpy() for e in examples]
+    for ids in rows:
+      assert ids[-1] == 1 and (ids == 1).sum() == 1 and 0 not in ids
+    decoded = vocab.decode(tf.ragged.constant(rows)).numpy()
+    assert [d.decode("utf-8") for d in decoded] == [
+        " ".join(t.split()) for t in text]
+    assert sum(map(len, rows)) == summary["splits"]["dev"][
+        side[:-1] + "_tokens"]
+  assert problem.text_pairs(str(data_dir), "dev")[0] == (
+      " ".join(english[0].split()), " ".join(german[0].split()))
+
+
+def test_rerun_keeps_complete_shards_and_redoes_missing(multi30k_data,
+                                                        multi30k_raw,
+                                                        tmp_path):
+  problem, data_dir, first = multi30k_data
+  copy = tmp_path / "data"
+  shutil.copytree(data_dir, copy)
+  shard = problem.shard_files(str(copy), "train")[5]
+  original = pathlib.Path(shard).read_bytes()
+  os.remove(shard)
+  pathlib.Path(shard + ".incomplete").write_bytes(b"half a shard")
+  os.remove(problem.stored_text_files(str(copy), "test")[1])
+  with pytest.raises(problem_lib.DataError, match="31 of 32"):
+    problem.shard_files(str(copy), "train")
+  again = problem.generate_data(str(copy), raw_data_dir=str(multi30k_raw),
+                                vocab_size=4000)  # existing vocab is kept
+  assert again["vocab"]["reused"] and again["vocab"]["size"] == 1000
+  assert again["splits"]["train"]["reused_shards"] == 31
+  assert again["splits"]["dev"]["reused_shards"] == 1
+  assert pathlib.Path(shard).read_bytes() == original
+  for split in ("train", "dev", "test"):
+    for key in ("examples", "input_tokens", "target_tokens", "skipped"):
+      assert again["splits"][split][key] == first["splits"][split][key]
+  assert problem.text_pairs(str(copy), "test") == problem.text_pairs(
+      str(data_dir), "test")
+  assert not [n for n in os.listdir(copy) if "incomplete" in n]
+
+
+def test_bad_lines_are_skipped_and_counted(tmp_path):
+  source = shared_corpus("multi30k/raw")
+  raw = tmp_path / "raw"
+  raw.mkdir()
+  english = read_lines(source / "train.en.gz", 200)
+  german = read_lines(source / "train.de.gz", 200)
+  english[10] = ""
+  (raw / "train.en").write_text("\n".join(english) + "\n")
+  (raw / "train.de").write_bytes(
+      b"\n".join(b"\xff\xfe" if i == 20 else g.encode()
+                 for i, g in enumerate(german)) + b"\n")
+  problem = problem_lib.get_problem("translate_ende_wmt")
+  summary = problem.generate_data(str(tmp_path / "data"),
+                                  raw_data_dir=str(raw), vocab_size=300)
+  train = summary["splits"]["train"]
+  assert set(summary["splits"]) == {"train"}  # no dev/test files given
+  assert train["skipped"] == {"empty line": 1, "undecodable bytes": 1}
+  assert train["skipped_where"]["empty line"] == [f"{raw}/train.en:11"]
+  assert train["skipped_where"]["undecodable bytes"] == [f"{raw}/train.de:21"]
+  assert train["examples"] == 198
+
+
+def test_failure_mid_split_leaves_no_partial_shard(tmp_path):
+  folder = shared_corpus("wsj_sample")
+  raw = tmp_path / "treebank"
+  raw.mkdir()
+  shutil.copy(folder / "wsj_0001.mrg", raw)  # train (fallback split)
+  text = (folder / "wsj_0002.mrg").read_text()  # dev, with a broken 2nd tree
+  (raw / "wsj_0002.mrg").write_text(text + "\n( (S (NP (NNP Broken) )\n")
+  problem = problem_lib.get_problem("parsing_wsj")
+  with pytest.raises(trees.TreeError, match=r"wsj_0002.mrg: tree 2 "):
+    problem.generate_data(str(tmp_path / "data"), raw_data_dir=str(raw),
+                          vocab_size=60)
+  left = sorted(os.listdir(tmp_path / "data"))
+  assert "parsing_wsj-train-00007-of-00008" in left  # train was completed
+  assert not [n for n in left if "-dev" in n or "incomplete" in n]
+
+
+def _datagen_command():
+  script = shutil.which("t2t-datagen", path=os.path.dirname(sys.executable)
+                        ) or shutil.which("t2t-datagen")
+  if script is None:
+    pytest.skip("t2t-datagen is not installed (pip install -e .)")
+  return [script]
+
+
+@pytest.mark.timeout(180)
+def test_cli_with_plugin_folder(tmp_path):
+  result = subprocess.run(
+      _datagen_command() + [f"--t2t_usr_dir={PLUGINS}",
+                            "--problem=plugin_sort_digits",
+                            f"--data_dir={tmp_path}"],
+      capture_output=True, text=True, timeout=170)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "plugin_sort_digits" in result.stdout
+  assert re.search(r"train +300 ", result.stdout), result.stdout
+  assert sorted(n for n in os.listdir(tmp_path) if n.endswith("-of-00002")) == [
+      "plugin_sort_digits-train-00000-of-00002",
+      "plugin_sort_digits-train-00001-of-00002"]
+
+
+@pytest.mark.timeout(180)
+def test_cli_reports_bad_input_without_traceback(tmp_path):
+  result = subprocess.run(
+      _datagen_command() + ["--problem=translate_ende_wmt",
+                            f"--data_dir={tmp_path}/data",
+                            f"--raw_data_dir={tmp_path}/missing"],
+      capture_output=True, text=True, timeout=170)
+  assert result.returncode == 1
+  assert "t2t-datagen: error: --raw_data_dir=" in result.stderr
+  assert "train.en" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_plugin_registers_problem_and_hparams(monkeypatch):
+  monkeypatch.setattr(registry, "problems", registry.Registry("problem"))
+  monkeypatch.setattr(registry, "hparams_sets",
+                      registry.Registry("hparams set"))
+  monkeypatch.setattr(registry, "_loaded_usr_dirs", set())
+  try:
+    registry.import_usr_dir(str(PLUGINS))
+    assert registry.problems.names() == ["plugin_sort_digits"]
+    hp = create_hparams("plugin_tiny", "batch_size=512")
+    assert (hp.num_layers, hp.max_length, hp.batch_size) == (1, 32, 512)
+    reverse = problem_lib.get_problem("plugin_sort_digits_rev")
+    sample = next(reverse.generate_samples("dev", None))
+    assert sample["targets"].split() == sorted(sample["inputs"].split())
+  finally:  # the plugin's modules registered into the temporary registries
+    for name in [m for m in sys.modules if m.startswith("t2t_usr_plugins")]:
+      del sys.modules[name]
+
+
+def test_problem_max_length_filters_training_examples_only(tmp_path):
+  from t2tlite.problems.algorithmic import AlgorithmicReverse
+
+  class ShortReverse(AlgorithmicReverse):
+    num_samples = {"train": 400, "dev": 50, "test": 50}
+    max_length = 8  # tokens, EOS included: at most 7 digits
+
+  summary = ShortReverse().generate_data(str(tmp_path))
+  train, dev = summary["splits"]["train"], summary["splits"]["dev"]
+  long_train = sum(len(s["inputs"].split()) > 7 for s in
+                   ShortReverse().generate_samples("train", None))
+  assert train["skipped"] == {"longer than max_length=8": long_train}
+  assert train["examples"] == 400 - long_train
+  assert max(int(k) for k in train["lengths"]) == 8
+  assert dev["examples"] == 50 and max(int(k) for k in dev["lengths"]) > 8
+
+
+def test_new_vocabulary_regenerates_every_record(tmp_path):
+  from t2tlite.problems.algorithmic import AlgorithmicReverse
+
+  class SmallReverse(AlgorithmicReverse):
+    num_samples = {"train": 200, "dev": 20, "test": 20}
+
+  problem = SmallReverse()
+  first = problem.generate_data(str(tmp_path))
+  os.remove(problem.vocab_file(str(tmp_path)))
+  second = problem.generate_data(str(tmp_path))
+  assert not second["vocab"]["reused"]
+  for split in ("train", "dev", "test"):
+    assert second["splits"][split]["reused_shards"] == 0
+    assert second["splits"][split]["examples"] == first["splits"][split][
+        "examples"]
+  third = problem.generate_data(str(tmp_path))
+  assert third["vocab"]["reused"]
+  assert all(s["reused_shards"] == s["shards"]
+             for s in third["splits"].values())

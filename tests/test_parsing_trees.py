@@ -1,0 +1,145 @@
+"""Penn Treebank trees: round trip of every WSJ sample tree through the
+Vinyals et al. linearization, normalisation, malformed trees, parsing_wsj."""
+import os
+
+import pytest
+
+import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from conftest import shared_corpus
+from t2tlite.data import trees
+from t2tlite.data.samples import DataError
+from t2tlite.problem import get_problem
+from t2tlite.problems import parsing
+
+PAPER_EXAMPLE = "(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog))) (. .))"
+
+
+@pytest.fixture(scope="module")
+def sample_trees():
+  folder = shared_corpus("wsj_sample")
+  paths = sorted(str(p) for p in folder.glob("*.mrg"))
+  return [t for p in paths for t in trees.read_trees(p)]
+
+
+def test_every_sample_tree_round_trips(sample_trees):
+  assert len(sample_trees) > 3000
+  for tree in sample_trees:
+    gold = trees.normalize(tree)
+    assert gold is not None
+    for pos_tags in (True, False):
+      words, target = trees.linearize(gold, pos_tags=pos_tags)
+      assert words == gold.words()
+      back = trees.delinearize(target, words)
+      expected = gold if pos_tags else trees.replace_tags(gold)
+      assert str(back) == str(expected)
+
+
+def test_normalisation_and_linearization():
+  raw = next(trees.parse_trees(
+      "( (S (NP-SBJ-1 (NNP John) ) (VP (VBZ has) (S (NP-SBJ (-NONE- *-1) ) )"
+      " (NP=2 (DT a) (NN dog) (-LRB- -LRB-) ) ) (. .) ) )"))
+  tree = trees.normalize(raw)
+  assert str(tree) == ("(S (NP (NNP John)) (VP (VBZ has) (NP (DT a) (NN dog) "
+                       "(-LRB- -LRB-))) (. .))")
+  words, target = trees.linearize(next(trees.parse_trees(PAPER_EXAMPLE)))
+  assert words == ["John", "has", "a", "dog", "."]
+  assert target == "(S (NP NNP )NP (VP VBZ (NP DT NN )NP )VP . )S"
+  assert trees.linearize(trees.normalize(raw), pos_tags=False)[1] == (
+      "(S (NP XX )NP (VP XX (NP XX XX XX )NP )VP XX )S")
+
+
+@pytest.mark.parametrize("text, where, what", [
+    ("(S (NP (DT a)) (VP (VB b)))\n(S (NP (NN c))", "tree 2 (line 2)",
+     "never closed"),
+    ("(S (NP (DT a)))\n(S (NP (NN c))))", "after tree 2 (line 2)",
+     "without a matching"),
+    ("(S (NP (DT a)))\nstray (S (NN c))", "after tree 1 (line 2)",
+     "outside any bracket"),
+    ("(S (NP (DT a)))\n\n(S (NP (NN c d)))", "tree 2 (line 3)",
+     "several words"),
+    ("(S (NP (DT a)))\n(S (NP (NN c) word))", "tree 2 (line 2)",
+     "mixes words"),
+    ("(S (NP (DT a)))\n(S (NP ))", "tree 2 (line 2)", "empty constituent"),
+])
+def test_malformed_tree_names_file_and_tree_number(tmp_path, text, where,
+                                                   what):
+  path = tmp_path / "wsj_0999.mrg"
+  path.write_text(text)
+  with pytest.raises(trees.TreeError) as error:
+    list(trees.read_trees(str(path)))
+  assert f"{path}: {where}: " in str(error.value)
+  assert what in str(error.value)
+  assert isinstance(error.value, DataError)
+
+
+def test_delinearize_strict_and_repaired():
+  words = ["John", "has", "a", "dog", "."]
+  with pytest.raises(ValueError, match="never closed"):
+    trees.delinearize("(S (NP NNP )NP VBZ DT NN .", words)
+  repaired = trees.delinearize("(S (NP NNP )NP VBZ DT NN . )S )VP", words,
+                               strict=False)
+  assert str(repaired) == ("(S (NP (NNP John)) (VBZ has) (DT a) (NN dog) "
+                           "(. .))")
+  short = trees.delinearize("(S (NP NNP )NP VBZ )S", words, strict=False)
+  assert short.words() == words
+  with pytest.raises(ValueError, match="more tags"):
+    trees.delinearize("(S XX XX )S", ["one"])
+  two_roots = trees.delinearize("(S XX )S (S XX )S", ["a", "b"], strict=False)
+  assert str(two_roots) == "(TOP (S (XX a)) (S (XX b)))"
+
+
+def test_sample_folder_split():
+  folder = shared_corpus("wsj_sample")
+  files = parsing.split_files(str(folder))
+  names = {s: [os.path.basename(p) for p in paths]
+           for s, paths in files.items()}
+  assert names["train"][0] == "wsj_0001.mrg"
+  assert names["train"][-1] == "wsj_0159.mrg" and len(names["train"]) == 159
+  assert names["dev"] == [f"wsj_{n:04d}.mrg" for n in range(160, 180)]
+  assert names["test"] == []
+
+
+def test_standard_sections_split(tmp_path):
+  for section, number in ((1, 100), (2, 200), (21, 2199), (22, 2201),
+                          (23, 2301), (24, 2401)):
+    folder = tmp_path / f"{section:02d}"
+    folder.mkdir(exist_ok=True)
+    (folder / f"wsj_{number:04d}.mrg").write_text(PAPER_EXAMPLE)
+  files = parsing.split_files(str(tmp_path))
+  names = {s: [os.path.basename(p) for p in paths]
+           for s, paths in files.items()}
+  assert names == {"train": ["wsj_0200.mrg", "wsj_2199.mrg"],
+                   "dev": ["wsj_2201.mrg"], "test": ["wsj_2301.mrg"]}
+
+
+def test_missing_treebank_folder(tmp_path):
+  problem = get_problem("parsing_wsj")
+  with pytest.raises(DataError) as error:
+    problem.available_splits(None, str(tmp_path / "treebank"))
+  assert "does not exist" in str(error.value)
+  assert ".mrg" in str(error.value) and "LDC" in str(error.value)
+  with pytest.raises(DataError, match="holds no .mrg file"):
+    problem.available_splits(None, str(tmp_path))
+  with pytest.raises(DataError, match="needs --raw_data_dir"):
+    problem.available_splits(None, None)
+
+
+def test_parsing_datagen_and_postprocess(tmp_path):
+  folder = shared_corpus("wsj_sample")
+  problem = get_problem("parsing_wsj")
+  summary = problem.generate_data(str(tmp_path), raw_data_dir=str(folder),
+                                  vocab_size=1000)
+  assert set(summary["splits"]) == {"train", "dev"}
+  dev_files = parsing.split_files(str(folder))["dev"]
+  gold = [trees.normalize(t) for p in dev_files for t in trees.read_trees(p)]
+  assert summary["splits"]["dev"]["examples"] == len(gold)
+  assert summary["splits"]["dev"]["skipped"] == {}
+  pairs = problem.text_pairs(str(tmp_path), "dev")
+  assert len(pairs) == len(gold)
+  vocab = problem.vocabulary(str(tmp_path))
+  for (words, target), tree in zip(pairs, gold):
+    assert vocab.decode_ids(vocab.encode_text(target)) == target
+    assert problem.postprocess(target, inputs=words) == str(
+        trees.replace_tags(tree))
+  reverse = get_problem("parsing_wsj_rev")
+  assert reverse.postprocess(pairs[0][0]) == pairs[0][0]

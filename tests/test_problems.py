@@ -1,0 +1,196 @@
+"""Problem registry, NAME_rev, the built-in problems' samples, raw-folder
+resolution and the bad-input errors of the translation problems."""
+import gzip
+
+import pytest
+
+import t2tlite  # noqa: F401
+import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from conftest import read_lines, shared_corpus, write_lines
+from t2tlite import problem as problem_lib
+from t2tlite import registry
+from t2tlite.data import text_files
+from t2tlite.data.samples import DataError, Skipped
+from t2tlite.problems import translate
+
+
+@pytest.fixture
+def fresh_problem_registry(monkeypatch):
+  monkeypatch.setattr(registry, "problems", registry.Registry("problem"))
+
+
+def test_builtin_problems_are_registered():
+  assert {"translate_ende_wmt", "translate_enfr_wmt", "parsing_wsj",
+          "algorithmic_reverse"} <= set(registry.problems.names())
+
+
+def test_reversed_variant_shares_files_and_swaps():
+  forward = problem_lib.get_problem("translate_ende_wmt")
+  backward = problem_lib.get_problem("translate_ende_wmt_rev")
+  assert (forward.reverse, backward.reverse) == (False, True)
+  assert backward.name == "translate_ende_wmt_rev"
+  assert backward.data_name == forward.data_name == "translate_ende_wmt"
+  assert backward.vocab_file("/d") == forward.vocab_file("/d")
+  assert backward.text_files("/d", "dev") == forward.text_files("/d",
+                                                                "dev")[::-1]
+
+
+def test_unknown_problem_lists_close_names():
+  with pytest.raises(registry.RegistryError) as error:
+    problem_lib.get_problem("translate_ende_wtm")
+  assert "translate_ende_wmt" in str(error.value)
+  with pytest.raises(registry.RegistryError, match="algorithmic_reverse_rev"):
+    problem_lib.get_problem("algorithmic_revers_rev")
+
+
+def test_register_problem_names(fresh_problem_registry):
+  @problem_lib.register_problem
+  class MyCopyTask(problem_lib.Text2TextProblem):
+    pass
+
+  @problem_lib.register_problem("explicit_name")
+  class Other(problem_lib.Text2TextProblem):
+    pass
+
+  assert registry.problems.names() == ["explicit_name", "my_copy_task"]
+  assert problem_lib.get_problem("my_copy_task_rev").data_name == "my_copy_task"
+  assert isinstance(problem_lib.get_problem("explicit_name"), Other)
+  with pytest.raises(registry.RegistryError, match="already registered"):
+    problem_lib.register_problem("explicit_name")(MyCopyTask)
+  with pytest.raises(ValueError, match="reserved"):
+    problem_lib.register_problem("thing_rev")(Other)
+
+
+def test_algorithmic_reverse_samples():
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  samples = list(problem.generate_samples("train", None))
+  assert len(samples) == problem.num_samples["train"]
+  assert samples == list(problem.generate_samples("train", None))  # seeded
+  lengths = set()
+  for sample in samples:
+    digits = sample["inputs"].split()
+    assert set("".join(digits)) <= set("0123456789")
+    assert all(len(d) == 1 for d in digits)
+    assert sample["targets"].split() == digits[::-1]
+    lengths.add(len(digits))
+  assert lengths == set(range(1, 21))
+  dev = list(problem.generate_samples("dev", None))
+  assert dev[0] != samples[0]
+
+
+def _make_folder(folder, names):
+  for name in names:
+    write_lines(folder / name, ["a b c"])
+  return folder
+
+
+def test_raw_folder_resolution(tmp_path):
+  _make_folder(tmp_path, ["train.en", "train.de", "val.en.gz", "val.de.gz",
+                          "test_2016_flickr.en.gz", "test_2016_flickr.de.gz",
+                          "train.tok.en", "README"])
+  found = text_files.find_split_files(str(tmp_path), ("en", "de"))
+  names = {split: tuple(p.rsplit("/", 1)[1] for p in paths)
+           for split, paths in found.items()}
+  assert names == {"train": ("train.en", "train.de"),  # exact name wins
+                   "dev": ("val.en.gz", "val.de.gz"),
+                   "test": ("test_2016_flickr.en.gz", "test_2016_flickr.de.gz")}
+  problem = problem_lib.get_problem("translate_ende_wmt")
+  assert problem.available_splits(None, str(tmp_path)) == ("train", "dev",
+                                                           "test")
+
+
+def test_raw_folder_errors(tmp_path):
+  langs = ("en", "de")
+  with pytest.raises(DataError) as error:
+    text_files.find_split_files(str(tmp_path / "nowhere"), langs)
+  message = str(error.value)
+  for expected in ("does not exist", "train.en", "train.de", ".gz",
+                   "tensorflow-datasets", "leave --raw_data_dir out"):
+    assert expected in message
+  _make_folder(tmp_path, ["dev.en", "dev.de"])
+  with pytest.raises(DataError, match="No training files"):
+    text_files.find_split_files(str(tmp_path), langs)
+  _make_folder(tmp_path, ["train.en", "train.de", "test_a.en", "test_b.en",
+                          "test_a.de"])
+  with pytest.raises(DataError, match="test_a.en, test_b.en"):
+    text_files.find_split_files(str(tmp_path), langs)
+
+
+def test_one_sided_split_is_an_error(tmp_path):
+  _make_folder(tmp_path, ["train.en", "train.de", "test.en"])
+  with pytest.raises(DataError, match=r"test.en has no parallel de file"):
+    text_files.find_split_files(str(tmp_path), ("en", "de"))
+
+
+def test_misaligned_files_name_both_files_and_counts(tmp_path):
+  source = shared_corpus("multi30k/raw")
+  write_lines(tmp_path / "train.en", read_lines(source / "train.en.gz", 50))
+  write_lines(tmp_path / "train.de.gz", read_lines(source / "train.de.gz", 48))
+  problem = problem_lib.get_problem("translate_ende_wmt")
+  with pytest.raises(DataError) as error:
+    next(problem.generate_samples("train", None, str(tmp_path)))
+  message = str(error.value)
+  assert f"{tmp_path}/train.en has 50 lines" in message
+  assert f"{tmp_path}/train.de.gz has 48 lines" in message
+
+
+def test_empty_and_undecodable_lines_are_skipped_with_location(tmp_path):
+  source = shared_corpus("multi30k/raw")
+  english = read_lines(source / "train.en.gz", 20)
+  german = read_lines(source / "train.de.gz", 20)
+  english[3] = ""
+  german[7] = "   "
+  write_lines(tmp_path / "train.en", english)
+  with gzip.open(tmp_path / "train.de.gz", "wb") as f:
+    for index, line in enumerate(german):
+      f.write(b"Stra\xdfe\n" if index == 11 else line.encode() + b"\n")
+  problem = problem_lib.get_problem("translate_ende_wmt")
+  samples = list(problem.generate_samples("train", None, str(tmp_path)))
+  skipped = [s for s in samples if isinstance(s, Skipped)]
+  assert skipped == [
+      Skipped("empty line", f"{tmp_path}/train.en:4"),
+      Skipped("empty line", f"{tmp_path}/train.de.gz:8"),
+      Skipped("undecodable bytes", f"{tmp_path}/train.de.gz:12")]
+  kept = [s for s in samples if not isinstance(s, Skipped)]
+  assert len(kept) == 17
+  assert kept[0] == {"inputs": english[0], "targets": german[0]}
+
+
+def test_online_source_maps_tfds_splits_and_languages(monkeypatch):
+  calls = []
+
+  def fake_tfds(name, split, tmp_dir):
+    calls.append((name, split, tmp_dir))
+    return iter([{"en": b"Hello", "de": b"Hallo"},
+                 {"en": b"bad", "de": b"\xff"}])
+
+  monkeypatch.setattr(translate, "load_tfds_split", fake_tfds)
+  samples = list(problem_lib.get_problem("translate_ende_wmt")
+                 .generate_samples("dev", "/scratch"))
+  assert calls == [("wmt14_translate/de-en", "dev", "/scratch")]
+  assert samples[0] == {"inputs": "Hello", "targets": "Hallo"}
+  assert samples[1].reason == "undecodable bytes"
+  assert translate._TFDS_SPLITS["dev"] == "validation"  # newstest2013
+
+
+def test_online_failure_explains_the_offline_layout(monkeypatch):
+  def no_network(name, split, tmp_dir):
+    raise ConnectionError("no route to host")
+
+  monkeypatch.setattr(translate, "load_tfds_split", no_network)
+  problem = problem_lib.get_problem("translate_enfr_wmt")
+  with pytest.raises(DataError) as error:
+    next(problem.generate_samples("train", "/scratch"))
+  assert "wmt14_translate/fr-en" in str(error.value)
+  assert "--raw_data_dir" in str(error.value)
+  assert "train.fr" in str(error.value)
+
+
+def test_reading_before_datagen_says_what_to_run(tmp_path):
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  with pytest.raises(DataError, match="run t2t-datagen"):
+    problem.vocabulary(str(tmp_path))
+  with pytest.raises(DataError, match="run t2t-datagen"):
+    problem.shard_files(str(tmp_path), "train")
+  with pytest.raises(DataError, match="expected one of train, dev, test"):
+    problem.shard_files(str(tmp_path), "validation")

@@ -1,0 +1,108 @@
+"""Sentencepiece vocabularies run by tensorflow-text: ids, EOS/padding handling,
+agreement with the sentencepiece package, graceful size reduction."""
+import logging
+import os
+
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+
+from conftest import read_lines, shared_corpus
+from t2tlite.data import vocab as vocab_lib
+
+
+@pytest.fixture(scope="module")
+def sentences():
+  folder = shared_corpus("multi30k/raw")
+  return (read_lines(folder / "train.en.gz", 1500) +
+          read_lines(folder / "train.de.gz", 1500))
+
+
+@pytest.fixture(scope="module")
+def vocab(sentences, tmp_path_factory):
+  path = str(tmp_path_factory.mktemp("vocab") / "v.model")
+  size = vocab_lib.train_sentencepiece(lambda: iter(sentences), path, 500)
+  assert size == 500
+  return vocab_lib.Vocabulary.from_file(path)
+
+
+def test_special_ids(vocab):
+  pieces = vocab.id_to_piece([0, 1, 2]).numpy().tolist()
+  assert pieces == [b"<pad>", b"</s>", b"<unk>"]
+  assert (vocab_lib.PAD_ID, vocab_lib.EOS_ID, vocab_lib.UNK_ID) == (0, 1, 2)
+  assert vocab.size == 500
+
+
+def test_encode_is_ragged_int32_without_eos(vocab, sentences):
+  ids = vocab.encode(tf.constant(sentences[:3]))
+  assert isinstance(ids, tf.RaggedTensor)
+  assert ids.dtype == tf.int32 and ids.shape.rank == 2 and ids.shape[0] == 3
+  values = ids.flat_values.numpy()
+  assert not set(values.tolist()) & {0, 1}  # no padding, no EOS, no BOS
+
+
+def test_decode_stops_at_eos_and_ignores_padding(vocab, sentences):
+  texts = sentences[:2]
+  rows = vocab.encode(tf.constant(texts)).to_list()
+  garbage = rows[1][:3]  # after EOS: must not be decoded
+  width = max(map(len, rows)) + 6
+  dense = [(r + [1] + garbage + [0] * width)[:width] for r in rows]
+  dense[0] = rows[0] + [1] + [0] * (width - len(rows[0]) - 1)
+  decoded = vocab.decode(tf.constant(dense)).numpy()
+  assert [d.decode("utf-8") for d in decoded] == texts
+  ragged = tf.ragged.constant([r + [1] for r in rows])
+  assert vocab.decode(ragged).numpy().tolist() == [
+      t.encode("utf-8") for t in texts]
+
+
+def test_python_conveniences_round_trip(vocab, sentences):
+  ids = vocab.encode_text(sentences[5])
+  assert ids[-1] == vocab_lib.EOS_ID and ids.count(vocab_lib.EOS_ID) == 1
+  assert vocab.decode_ids(ids + [0, 0]) == sentences[5]
+
+
+def test_graph_mode_encode_decode(vocab, sentences):
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  def round_trip(text):
+    return vocab.decode(vocab.encode(text).to_tensor())
+
+  out = round_trip(tf.constant(sentences[:4])).numpy()
+  assert [o.decode("utf-8") for o in out] == sentences[:4]
+
+
+def test_tensorflow_text_matches_sentencepiece_package(vocab, sentences):
+  processor = spm.SentencePieceProcessor(model_proto=vocab.model_proto)
+  expected = processor.encode(sentences[:300])
+  assert vocab.encode(tf.constant(sentences[:300])).to_list() == expected
+
+
+@pytest.mark.parametrize("requested, warning", [(50_000, "too large"),
+                                                (10, "below")])
+def test_unsupported_vocab_size_is_changed_with_warning(
+    sentences, tmp_path, caplog, requested, warning):
+  path = str(tmp_path / "v.model")
+  with caplog.at_level(logging.WARNING):
+    size = vocab_lib.train_sentencepiece(lambda: iter(sentences[:200]), path,
+                                         requested)
+  assert 20 < size < 5000 and size != requested
+  assert vocab_lib.Vocabulary.from_file(path).size == size
+  assert any(warning in r.getMessage() for r in caplog.records)
+  assert os.listdir(tmp_path) == ["v.model"]  # no temporary file left
+
+
+def test_failed_training_writes_nothing(tmp_path):
+  with pytest.raises(RuntimeError):
+    vocab_lib.train_sentencepiece(lambda: iter([]), str(tmp_path / "v.model"),
+                                  100)
+  assert not os.listdir(tmp_path)
+
+
+def test_unigram_and_byte_fallback(sentences, tmp_path):
+  path = str(tmp_path / "u.model")
+  vocab_lib.train_sentencepiece(lambda: iter(sentences), path, 600,
+                                model_type="unigram", byte_fallback=True)
+  vocab = vocab_lib.Vocabulary.from_file(path)
+  text = "Ein Hund ☃ läuft “schnell”."  # characters unseen in training
+  ids = vocab.encode_text(text)
+  assert vocab_lib.UNK_ID not in ids
+  assert vocab.decode_ids(ids) == text
