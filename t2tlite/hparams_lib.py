@@ -28,7 +28,10 @@ class HParams:
   Optimizer (section 5.3): adam_beta1, adam_beta2, adam_epsilon, warmup_steps,
   learning_rate_scale (a factor on eq. (3); 1.0 is the paper).
   Batching and schedule: batch_size (padded tokens per replica per step, as in
-  tensor2tensor), train_steps.
+  tensor2tensor), gradient_accumulation_steps (batches each replica adds up
+  before one optimizer update: one update sees batch_size x replicas x
+  gradient_accumulation_steps padded tokens, so 1 GPU with 8 reproduces the
+  paper's 8-GPU step), train_steps (optimizer updates).
   """
   num_layers: int = 6
   d_model: int = 512
@@ -50,24 +53,18 @@ class HParams:
   adam_beta2: float = 0.98
   adam_epsilon: float = 1e-9
   batch_size: int = 4096
+  gradient_accumulation_steps: int = 1
   train_steps: int = 100000
 
   def __post_init__(self):
-    for field in dataclasses.fields(self):
-      value = getattr(self, field.name)
-      if field.type is float and isinstance(value, int) and not isinstance(
-          value, bool):
-        object.__setattr__(self, field.name, float(value))
-      elif not isinstance(value, field.type) or (
-          field.type is int and isinstance(value, bool)):
-        raise TypeError(f"hparam {field.name} must be {field.type.__name__}, "
-                        f"got {value!r}")
+    check_field_types(self)
     for name, allowed in _CHOICES.items():
       if getattr(self, name) not in allowed:
         raise ValueError(f"hparam {name}={getattr(self, name)!r}: expected one "
                          f"of {', '.join(allowed)}")
     for name in ("num_layers", "d_model", "d_ff", "num_heads", "d_k", "d_v",
-                 "max_length", "batch_size", "train_steps", "warmup_steps"):
+                 "max_length", "batch_size", "gradient_accumulation_steps",
+                 "train_steps", "warmup_steps"):
       if getattr(self, name) <= 0:
         raise ValueError(f"hparam {name} must be positive, got "
                          f"{getattr(self, name)}")
@@ -110,15 +107,38 @@ class HParams:
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(HParams)}
 
 
-def _unknown_message(name):
+# Typed frozen dataclasses of settings (HParams here, DecodeHParams in
+# t2tlite/decode) share the checks and "a=1,b=2" parsing below; `what` names
+# the kind of setting in error messages.
+
+
+def check_field_types(obj, what="hparam"):
+  """Checks each field of dataclass `obj` against its type (ints accepted for
+  floats and converted; bools not accepted for ints). Call in __post_init__.
+
+  Raises:
+    TypeError: naming the field, the expected type and the value.
+  """
+  for field in dataclasses.fields(obj):
+    value = getattr(obj, field.name)
+    if field.type is float and isinstance(value, int) and not isinstance(
+        value, bool):
+      object.__setattr__(obj, field.name, float(value))
+    elif not isinstance(value, field.type) or (
+        field.type is int and isinstance(value, bool)):
+      raise TypeError(f"{what} {field.name} must be {field.type.__name__}, "
+                      f"got {value!r}")
+
+
+def _unknown_message(name, field_types=None, what="hparam"):
   import difflib
-  close = difflib.get_close_matches(name, _FIELD_TYPES, n=3, cutoff=0.5)
+  close = difflib.get_close_matches(name, field_types or _FIELD_TYPES, n=3,
+                                    cutoff=0.5)
   hint = f" Did you mean: {', '.join(close)}?" if close else ""
-  return f"Unknown hparam '{name}'.{hint}"
+  return f"Unknown {what} '{name}'.{hint}"
 
 
-def _parse_value(name, text):
-  kind = _FIELD_TYPES[name]
+def _parse_value(name, text, kind, what):
   try:
     if kind is bool:
       if text.lower() not in ("true", "false"):
@@ -126,22 +146,33 @@ def _parse_value(name, text):
       return text.lower() == "true"
     return kind(text)
   except ValueError:
-    raise ValueError(f"hparam {name}={text!r}: expected a "
+    raise ValueError(f"{what} {name}={text!r}: expected a "
                      f"{kind.__name__}") from None
 
 
-def parse_overrides(overrides):
-  """Parses `"a=1,b=2"` into `{"a": 1, "b": 2}` typed by the HParams fields."""
+def parse_typed_overrides(overrides, field_types, what="hparam"):
+  """Parses `"a=1,b=2"` into `{"a": 1, "b": 2}`, typed by `field_types`
+  ({name: type}; bool values are true/false).
+
+  Raises:
+    ValueError: an unknown name (with close matches), a malformed pair or an
+      unparseable value.
+  """
   changes = {}
   for pair in filter(None, (p.strip() for p in (overrides or "").split(","))):
     name, sep, text = pair.partition("=")
     name = name.strip()
     if not sep or not name:
-      raise ValueError(f"hparams override {pair!r}: expected name=value")
-    if name not in _FIELD_TYPES:
-      raise ValueError(_unknown_message(name))
-    changes[name] = _parse_value(name, text.strip())
+      raise ValueError(f"{what}s override {pair!r}: expected name=value")
+    if name not in field_types:
+      raise ValueError(_unknown_message(name, field_types, what))
+    changes[name] = _parse_value(name, text.strip(), field_types[name], what)
   return changes
+
+
+def parse_overrides(overrides):
+  """Parses `"a=1,b=2"` into `{"a": 1, "b": 2}` typed by the HParams fields."""
+  return parse_typed_overrides(overrides, _FIELD_TYPES)
 
 
 def register_hparams(fn):

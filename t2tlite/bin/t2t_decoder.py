@@ -1,0 +1,145 @@
+"""t2t-decoder: translates (or parses) text with a trained model.
+
+    t2t-decoder --output_dir=~/t2t_train/ende [--problem=translate_ende_wmt] \
+        [--checkpoint_path=C] --decode_hparams="beam_size=4,alpha=0.6" \
+        --decode_from_file=newstest2014.en --decode_to_file=out.de
+    t2t-decoder --output_dir=O --decode_interactive     # one line at a time
+
+Hparams, problem and vocabulary come from output_dir (written by
+t2t-trainer), so no overrides are repeated. The newest checkpoint is used
+unless --checkpoint_path names one (a prefix such as O/ckpt-100, or a folder
+such as O/averaged). Outputs are detokenized, one per input line, in input
+order; an empty input line gives an empty output line. With
+return_beams=true each line holds every beam and its score, tab-separated:
+`text_1<TAB>score_1<TAB>text_2<TAB>score_2...`.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from t2tlite import problem as problem_lib
+from t2tlite import registry
+from t2tlite.bin import common_flags, run_flags
+from t2tlite.data.vocab import Vocabulary
+from t2tlite.decode import decoding
+from t2tlite.evaluate.bleu import read_lines
+
+flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
+                    "line.")
+flags.DEFINE_string("decode_to_file", None, "Where outputs go (default: "
+                    "standard output).")
+flags.DEFINE_boolean("decode_interactive", False, "Read sentences from "
+                     "standard input, print each output at once.")
+flags.DEFINE_boolean("postprocess", False, "Apply the problem's postprocess "
+                     "to outputs (parsing: bracketed trees instead of "
+                     "sequences; t2t-parse-eval reads either).")
+
+FLAGS = flags.FLAGS
+
+
+def _output_line(output, score, source, postprocess, return_beams):
+  """The line written for one input: "" for an empty input, else the
+  (postprocessed) output, or every beam and its score, tab-separated."""
+  if not source.strip():
+    return ""
+  if not return_beams:
+    return postprocess(output, source)
+  return "\t".join(f"{postprocess(text, source)}\t{s:.4f}"
+                   for text, s in zip(output, score))
+
+
+def _postprocess_fn(problem_name):
+  if not FLAGS.postprocess:
+    return lambda text, source: text
+  problem = problem_lib.get_problem(problem_name)
+  return lambda text, source: problem.postprocess(text, inputs=source)
+
+
+def _write_atomically(path, lines):
+  tmp = f"{path}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.writelines(line + "\n" for line in lines)
+  os.replace(tmp, path)
+
+
+def _load():
+  """(Decoder, problem name) from the flags; errors raise."""
+  model, info, path, hp = run_flags.load_trained()
+  if FLAGS.problem and FLAGS.problem != info.problem:
+    raise ValueError(
+        f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
+        f"{info.problem}; leave --problem out to use the trained one.")
+  logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
+  vocab = Vocabulary.from_file(info.vocab_file)
+  return decoding.Decoder(model, vocab, hp), info.problem
+
+
+def _read_input():
+  """The --decode_from_file lines, read (and --decode_to_file's folder
+  checked) before the model loads, so that mistakes fail fast."""
+  lines = read_lines(FLAGS.decode_from_file, "decode_from_file")
+  folder = os.path.dirname(os.path.abspath(FLAGS.decode_to_file or "."))
+  if not os.path.isdir(folder):
+    raise FileNotFoundError(f"--decode_to_file={FLAGS.decode_to_file}: "
+                            f"folder {folder} does not exist")
+  return lines
+
+
+def _decode_file(decoder, postprocess, lines):
+  hp = decoder.hp
+  outputs, scores = decoder.decode_lines(lines)
+  results = [_output_line(out, score, src, postprocess, hp.return_beams)
+             for out, score, src in zip(outputs, scores, lines)]
+  if FLAGS.decode_to_file:
+    _write_atomically(FLAGS.decode_to_file, results)
+    logging.info("Wrote %d lines to %s", len(results), FLAGS.decode_to_file)
+  else:
+    sys.stdout.writelines(r + "\n" for r in results)
+
+
+def _decode_interactive(decoder, postprocess):
+  hp = decoder.hp
+  prompt = sys.stdin.isatty()
+  while True:
+    if prompt:
+      sys.stderr.write("> ")
+      sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+      return
+    line = line.rstrip("\n")
+    (output,), (score,) = decoder.decode_lines([line], progress=False)
+    print(_output_line(output, score, line, postprocess, hp.return_beams),
+          flush=True)
+
+
+def _run(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  if bool(FLAGS.decode_from_file) == FLAGS.decode_interactive:
+    raise app.UsageError("Give exactly one of --decode_from_file and "
+                         "--decode_interactive.")
+  try:
+    common_flags.load_plugins()
+    lines = None if FLAGS.decode_interactive else _read_input()
+    decoder, problem_name = _load()
+    postprocess = _postprocess_fn(problem_name)
+    if FLAGS.decode_interactive:
+      _decode_interactive(decoder, postprocess)
+    else:
+      _decode_file(decoder, postprocess, lines)
+  except (FileNotFoundError, ValueError, registry.RegistryError) as error:
+    sys.stderr.write(f"t2t-decoder: error: {error}\n")
+    return 1
+  return 0
+
+
+def main():
+  app.run(_run)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,129 @@
+"""Attention heatmaps as in the paper's appendix (Figures 3-5): encoder
+self-attention, decoder self-attention and encoder-decoder attention, one PNG
+per layer and head, and one HTML page showing them all.
+
+    maps = attention_maps(model, vocab, "Two dogs play in the snow.")
+    index_html = write_plots([maps], "plots/")
+
+Rows are queries, columns keys; each row sums to 1. Decoder rows are labelled
+with the target piece each position predicts; decoder self-attention columns
+with the decoder inputs (the start symbol <s>, then the target shifted right).
+"""
+import html
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display needed
+from matplotlib.figure import Figure  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from t2tlite.decode import decoding  # noqa: E402
+
+KINDS = (("encoder", "Encoder self-attention", "source", "source"),
+         ("decoder_self", "Decoder self-attention", "target",
+          "decoder_input"),
+         ("encdec", "Encoder-decoder attention", "target", "source"))
+
+
+def _pieces(vocab, ids):
+  return [p.decode("utf-8") for p in vocab.id_to_piece(ids).numpy()]
+
+
+def _trim_at_eos(ids):
+  ids = [int(i) for i in ids]
+  return ids[:ids.index(decoding.EOS_ID) + 1] if decoding.EOS_ID in ids else (
+      [i for i in ids if i != decoding.PAD_ID] + [decoding.EOS_ID])
+
+
+def attention_maps(model, vocab, source, target=None, hp=None):
+  """Every attention map of one sentence pair.
+
+  Args:
+    model: a Transformer with `attention_weights`.
+    vocab: its Vocabulary.
+    source: the input sentence.
+    target: the output sentence; None decodes one with `hp`.
+    hp: DecodeHParams for that decoding (default: the paper's).
+  Returns:
+    dict: "source", "target" (text); "pieces": {"source", "target",
+    "decoder_input": list of str}; "weights": {"encoder", "decoder_self",
+    "encdec": list over layers of float32 numpy [heads, queries, keys]}.
+  """
+  inputs = decoding.encode_inputs(vocab, tf.constant([source]))
+  if target is None:
+    hp = hp or decoding.DecodeHParams()
+    out = decoding.decode_ids(model, inputs, hp.beam_size, hp.alpha,
+                              hp.extra_length)["outputs"][0].numpy()
+    target_ids = _trim_at_eos(out)
+    target = vocab.decode_ids(target_ids)
+  else:
+    target_ids = vocab.encode_text(target)
+  targets = tf.constant([target_ids], tf.int32)
+  weights = model.attention_weights({"inputs": inputs, "targets": targets})
+  source_ids = inputs[0].numpy().tolist()
+  return {
+      "source": source, "target": target,
+      "pieces": {"source": _pieces(vocab, source_ids),
+                 "target": _pieces(vocab, target_ids),
+                 "decoder_input": ["<s>"] + _pieces(vocab, target_ids[:-1])},
+      "weights": {kind: [w[0].numpy() for w in weights[kind]]
+                  for kind, *_ in KINDS},
+  }
+
+
+def plot_heatmap(weights, rows, columns, title, path):
+  """One [queries, keys] heatmap to a PNG (temporary name, then renamed)."""
+  size = max(3.0, 0.28 * max(len(rows), len(columns)) + 1.5)
+  fig = Figure(figsize=(size, size))
+  ax = fig.subplots()
+  ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=1.0)
+  ax.set_xticks(range(len(columns)), labels=columns, rotation=90, fontsize=8)
+  ax.set_yticks(range(len(rows)), labels=rows, fontsize=8)
+  ax.set_xlabel("keys")
+  ax.set_ylabel("queries")
+  ax.set_title(title, fontsize=9)
+  fig.tight_layout()
+  tmp = f"{path}.tmp-{os.getpid()}"
+  fig.savefig(tmp, format="png", dpi=100)
+  os.replace(tmp, path)
+
+
+def write_plots(all_maps, plot_dir):
+  """PNGs of every layer and head of each sentence, and plot_dir/index.html.
+
+  Args:
+    all_maps: list of `attention_maps` results.
+    plot_dir: output folder (created).
+  Returns:
+    the path of index.html.
+  """
+  os.makedirs(plot_dir, exist_ok=True)
+  page = ["<!DOCTYPE html><html><head><meta charset='utf-8'>",
+          "<title>Attention</title><style>img{width:260px} td{vertical-align:"
+          "top}</style></head><body><h1>Attention weights</h1>"]
+  for n, maps in enumerate(all_maps):
+    page.append(f"<h2>Sentence {n + 1}</h2><p>source: "
+                f"{html.escape(maps['source'])}<br>target: "
+                f"{html.escape(maps['target'])}</p>")
+    for kind, title, row_name, column_name in KINDS:
+      page.append(f"<h3>{title}</h3><table>")
+      for layer, heads in enumerate(maps["weights"][kind]):
+        cells = []
+        for head, weights in enumerate(heads):
+          name = f"s{n + 1}_{kind}_layer{layer + 1}_head{head + 1}.png"
+          label = f"{title}, layer {layer + 1}, head {head + 1}"
+          plot_heatmap(weights, maps["pieces"][row_name],
+                       maps["pieces"][column_name], label,
+                       os.path.join(plot_dir, name))
+          cells.append(f"<td><a href='{name}'><img src='{name}' alt='{label}'"
+                       f"></a><br>head {head + 1}</td>")
+        page.append(f"<tr><th>layer {layer + 1}</th>{''.join(cells)}</tr>")
+      page.append("</table>")
+  page.append("</body></html>")
+  index = os.path.join(plot_dir, "index.html")
+  tmp = f"{index}.tmp-{os.getpid()}"
+  with open(tmp, "w", encoding="utf-8") as f:
+    f.write("\n".join(page))
+  os.replace(tmp, index)
+  return index

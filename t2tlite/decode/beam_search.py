@@ -1,0 +1,259 @@
+"""Beam search and greedy search over a fixed-size decoding cache.
+
+Both searches take a generic one-step function
+
+    decode_step(ids int32 [n], step int32 scalar, cache)
+        -> (logits float [n, V], cache)
+
+and its initial cache (a nest of tensors whose first dimension is the batch),
+so they work for the Transformer (`model.decode_step` / `model.init_cache`) and
+for hand-written test functions alike. At step 0 `ids` is 0 (the start symbol);
+at step i > 0 it is the token chosen at position i - 1.
+
+Everything runs in one `tf.while_loop` whose state keeps its shape from step to
+step (sequences live in [.., max_decode_length] buffers written in place), with
+TensorFlow core ops only: the searches compile with XLA
+(`tf.function(jit_compile=True)`) and can be put in a SavedModel.
+
+Output sequences end with EOS (included) and are padded with 0 after it; a
+hypothesis that reached its length limit without EOS is returned as it is.
+
+Lengths: `max_decode_length` (int or int32 scalar; static under XLA) sizes
+the buffers; optional `max_lengths` int32 [batch] (each <= max_decode_length)
+limits each batch element on its own, so that an output does not depend on
+which other inputs share its batch.
+"""
+import tensorflow as tf
+
+EOS_ID = 1
+# A finite "minus infinity": keeps arithmetic free of inf - inf = nan.
+INF = 1e7
+
+
+def length_penalty(length, alpha):
+  """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al., 2016).
+
+  Args:
+    length: int or float tensor, output tokens counted with the final EOS.
+    alpha: float >= 0; 0 disables the penalty.
+  Returns:
+    float32 tensor shaped like `length`.
+  """
+  return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def _batch_size(cache):
+  return tf.shape(tf.nest.flatten(cache)[0])[0]
+
+
+def _limits(max_lengths, batch, max_decode_length):
+  """int32 [batch]: each element's length limit."""
+  if max_lengths is None:
+    return tf.fill([batch], tf.cast(max_decode_length, tf.int32))
+  return tf.minimum(tf.cast(max_lengths, tf.int32), max_decode_length)
+
+
+def _write_position(buffer, step, tokens):
+  """buffer int32 [..., max_len] with `tokens` [...] written at `step`."""
+  at_step = tf.equal(tf.range(tf.shape(buffer)[-1]), step)
+  return tf.where(at_step, tokens[..., tf.newaxis], buffer)
+
+
+def _previous_tokens(seqs, step):
+  """int32 [...]: the token at position step - 1 of seqs [..., max_len], or 0
+  (the start symbol) at step 0."""
+  last = tf.gather(seqs, tf.maximum(step - 1, 0), axis=-1)
+  return tf.where(step > 0, last, tf.zeros_like(last))
+
+
+def _per_element(flags, rank):
+  """bool [batch] reshaped to [batch, 1, ...] of the given rank."""
+  return tf.reshape(flags, [-1] + [1] * (rank - 1))
+
+
+def _gather_beams(x, indices):
+  """x [batch, k, ...], indices int32 [batch, k'] -> [batch, k', ...]."""
+  return tf.gather(x, indices, batch_dims=1)
+
+
+def _gather_cache(cache, indices, beam_size):
+  """Reorders cache leaves [batch * beam, ...] by indices [batch, beam]."""
+  batch = tf.shape(indices)[0]
+  flat = tf.reshape(indices + beam_size * tf.range(batch)[:, tf.newaxis], [-1])
+  return tf.nest.map_structure(lambda x: tf.gather(x, flat), cache)
+
+
+def greedy_search(decode_step, initial_cache, max_decode_length,
+                  eos_id=EOS_ID, max_lengths=None):
+  """Picks the most probable token at every step until EOS.
+
+  Args:
+    decode_step: callable(ids int32 [batch], step, cache) -> (logits [batch, V],
+      cache).
+    initial_cache: nest of tensors [batch, ...].
+    max_decode_length: int or int32 scalar tensor, most tokens per output.
+    eos_id: the end-of-sequence id.
+    max_lengths: optional int32 [batch], per-element limits.
+  Returns:
+    (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
+    the chosen tokens' log-probabilities).
+  """
+  batch = _batch_size(initial_cache)
+  limits = _limits(max_lengths, batch, max_decode_length)
+  seqs = tf.zeros([batch, max_decode_length], tf.int32)
+  finished = tf.zeros([batch], tf.bool)
+  scores = tf.zeros([batch], tf.float32)
+
+  def cond(step, seqs, finished, scores, cache):
+    return tf.logical_and(step < max_decode_length,
+                          tf.logical_not(tf.reduce_all(finished)))
+
+  def body(step, seqs, finished, scores, cache):
+    finished |= step >= limits
+    logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    tokens = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+    tokens = tf.where(finished, tf.zeros_like(tokens), tokens)
+    token_scores = tf.gather(log_probs, tokens, batch_dims=1)
+    scores += tf.where(finished, tf.zeros_like(token_scores), token_scores)
+    seqs = _write_position(seqs, step, tokens)
+    return step + 1, seqs, finished | tf.equal(tokens, eos_id), scores, cache
+
+  _, seqs, _, scores, _ = tf.while_loop(
+      cond, body, (tf.constant(0), seqs, finished, scores, initial_cache))
+  return seqs, scores
+
+
+def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
+                alpha=0.6, eos_id=EOS_ID, return_beams=False,
+                max_lengths=None):
+  """Beam search with the GNMT length penalty and early termination.
+
+  At each step the `beam_size` best extensions (by log-probability) of the live
+  hypotheses form the new beam; those ending in EOS move to the finished set,
+  scored log P / length_penalty(length with EOS), and the live set is refilled
+  with the best extensions that do not end in EOS (of the best 2 * beam_size,
+  which always hold enough). So beam_size=1 with alpha=0 is greedy search.
+
+  A batch element stops at its length limit, or earlier once none of its
+  live hypotheses can beat its finished ones: a live hypothesis can at best
+  keep its log-probability (adding tokens only lowers it) and reach the
+  largest penalty, so its bound is log P / length_penalty(limit) (alpha >= 0).
+  The bound is compared with the best finished score or, with `return_beams`,
+  with the worst of a full set of `beam_size` finished ones, so that the
+  whole n-best list is exact. The loop ends when every element has stopped.
+
+  Args:
+    decode_step: callable(ids int32 [batch * beam], step, cache) ->
+      (logits [batch * beam, V], cache); hypothesis j of batch element b is row
+      b * beam_size + j.
+    initial_cache: nest of tensors [batch, ...] (tiled to the beams here).
+    beam_size: int, hypotheses kept per batch element.
+    max_decode_length: int or int32 scalar tensor, most tokens per output.
+    alpha: float >= 0, the length-penalty exponent.
+    eos_id: the end-of-sequence id.
+    return_beams: return every beam (n-best, best first), not only the best.
+    max_lengths: optional int32 [batch], per-element limits.
+  Returns:
+    (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
+    return_beams (ids [batch, beam_size, max_decode_length], scores
+    [batch, beam_size]). Scores are length-penalised log-probabilities.
+    Elements that finished fewer than beam_size hypotheses fill the rest with
+    live ones cut at their limit, scored with that length's penalty and
+    ranked after the finished ones.
+  """
+  if alpha < 0:
+    raise ValueError(f"alpha={alpha}: the length penalty exponent must be >= 0 "
+                     "(the early-termination bound assumes it)")
+  k = beam_size
+  batch = _batch_size(initial_cache)
+  cache = tf.nest.map_structure(lambda x: tf.repeat(x, k, axis=0),
+                                initial_cache)
+  seqs = tf.zeros([batch, k, max_decode_length], tf.int32)
+  # All beams start identical; only the first may be extended at step 0.
+  alive_log_probs = tf.tile(
+      tf.concat([[0.0], tf.fill([k - 1], -INF)], 0)[tf.newaxis], [batch, 1])
+  finished_scores = tf.fill([batch, k], -INF)
+  finished_flags = tf.zeros([batch, k], tf.bool)
+  limits = _limits(max_lengths, batch, max_decode_length)
+  max_penalty = length_penalty(limits, alpha)
+
+  def cond(step, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+           finished_flags, cache):
+    best_possible = alive_log_probs[:, 0] / max_penalty
+    if return_beams:
+      complete = tf.reduce_all(finished_flags, axis=1)
+      reference = finished_scores[:, -1]
+    else:
+      complete = finished_flags[:, 0]
+      reference = finished_scores[:, 0]
+    done = tf.logical_and(complete, reference >= best_possible) | (
+        step >= limits)
+    return tf.logical_and(step < max_decode_length,
+                          tf.logical_not(tf.reduce_all(done)))
+
+  def body(step, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+           finished_flags, cache):
+    old = (alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+           finished_flags)
+    ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
+    logits, cache = decode_step(ids, step, cache)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
+    vocab = tf.shape(log_probs)[-1]
+    log_probs = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
+        log_probs, [batch, k, vocab])
+    # 2k candidates: at most k end in EOS (one per beam), so at least k live.
+    top_log_probs, top_ids = tf.math.top_k(
+        tf.reshape(log_probs, [batch, k * vocab]), k=2 * k)
+    top_beams, top_tokens = top_ids // vocab, top_ids % vocab
+    top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
+                               top_tokens)
+    is_eos = tf.equal(top_tokens, eos_id)
+
+    # Live set: the k best candidates not ending in EOS.
+    _, live = tf.math.top_k(tf.where(is_eos, -INF, top_log_probs), k=k)
+    alive_seqs = _gather_beams(top_seqs, live)
+    alive_log_probs = _gather_beams(top_log_probs, live)
+    cache = _gather_cache(cache, _gather_beams(top_beams, live), k)
+
+    # Finished set: EOS candidates within the best k (the beam proper) join
+    # the finished ones; ties keep the earlier hypothesis (top_k is stable).
+    in_beam = tf.range(2 * k) < k
+    new_flags = is_eos & in_beam[tf.newaxis] & (top_log_probs > -INF / 2)
+    new_scores = tf.where(new_flags,
+                          top_log_probs / length_penalty(step + 1, alpha),
+                          -INF)
+    finished_scores, best = tf.math.top_k(
+        tf.concat([finished_scores, new_scores], 1), k=k)
+    finished_seqs = _gather_beams(tf.concat([finished_seqs, top_seqs], 1),
+                                  best)
+    finished_flags = _gather_beams(tf.concat([finished_flags, new_flags], 1),
+                                   best)
+    # Elements past their limit keep their state (their cache rows go on
+    # being computed and reordered, unused: shapes stay fixed).
+    new = (alive_seqs, alive_log_probs, finished_seqs, finished_scores,
+           finished_flags)
+    active = step < limits
+    kept = tf.nest.map_structure(
+        lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o), new,
+        old)
+    return (step + 1, *kept, cache)
+
+  _, alive_seqs, alive_log_probs, finished_seqs, finished_scores, (
+      finished_flags), _ = tf.while_loop(
+          cond, body, (tf.constant(0), seqs, alive_log_probs, seqs,
+                       finished_scores, finished_flags, cache))
+
+  # Finished hypotheses first (they are sorted, flagged ones in front), then
+  # live ones to fill the slots of elements that finished fewer than k.
+  num_finished = tf.reduce_sum(tf.cast(finished_flags, tf.int32), axis=1)
+  slots = tf.range(k)[tf.newaxis]
+  take = tf.where(slots < num_finished[:, tf.newaxis], slots,
+                  k + slots - num_finished[:, tf.newaxis])
+  # Live hypotheses are only returned when cut at their element's limit.
+  alive_scores = alive_log_probs / max_penalty[:, tf.newaxis]
+  ids = _gather_beams(tf.concat([finished_seqs, alive_seqs], 1), take)
+  scores = _gather_beams(tf.concat([finished_scores, alive_scores], 1), take)
+  if return_beams:
+    return ids, scores
+  return ids[:, 0], scores[:, 0]

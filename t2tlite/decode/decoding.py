@@ -1,0 +1,217 @@
+"""Decoding text with a trained Transformer: settings, the in-graph search
+function an exporter wraps, and batched decoding of a list of lines.
+
+    model, info, _ = run_dir.load_trained_model(output_dir)
+    vocab = Vocabulary.from_file(info.vocab_file)
+    decoder = Decoder(model, vocab, DecodeHParams.parse("beam_size=4"))
+    outputs, scores = decoder.decode_lines(lines)
+"""
+import dataclasses
+
+from absl import logging
+import tensorflow as tf
+
+from t2tlite import hparams_lib
+from t2tlite.data.vocab import EOS_ID, PAD_ID
+from t2tlite.decode.beam_search import INF, beam_search, greedy_search
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeHParams:
+  """Decoding settings (paper section 6.1 defaults).
+
+  beam_size: hypotheses kept; 1 means greedy search (as in tensor2tensor).
+  alpha: GNMT length-penalty exponent ((5 + length) / 6) ** alpha.
+  extra_length: outputs stop at (input length + extra_length) tokens.
+  batch_size: sentences decoded together.
+  return_beams: also return every beam with its score (n-best).
+  """
+  beam_size: int = 4
+  alpha: float = 0.6
+  extra_length: int = 50
+  batch_size: int = 32
+  return_beams: bool = False
+
+  def __post_init__(self):
+    hparams_lib.check_field_types(self, "decode hparam")
+    for name in ("beam_size", "batch_size"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"decode hparam {name} must be >= 1, got "
+                         f"{getattr(self, name)}")
+    for name in ("alpha", "extra_length"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"decode hparam {name} must be >= 0, got "
+                         f"{getattr(self, name)}")
+
+  @classmethod
+  def parse(cls, text):
+    """From `"beam_size=4,alpha=0.6"`; unknown names and bad values raise
+    ValueError naming them."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    return cls(**hparams_lib.parse_typed_overrides(text, types,
+                                                   "decode hparam"))
+
+
+def decode_lengths(model, inputs, extra_length):
+  """Output length limits: input length (EOS included) + extra_length.
+
+  A model with learned positions has no encoding past model.max_length, so
+  its outputs are capped there.
+
+  Args:
+    inputs: int32 [batch, src_len], 0-padded.
+  Returns:
+    (buffer length: int32 scalar, src_len + extra_length capped, static when
+    src_len is; per-sentence limits: int32 [batch]).
+  """
+  lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
+  buffer, limits = tf.shape(inputs)[1] + extra_length, lengths + extra_length
+  if model.position_encoding == "learned":
+    buffer = tf.minimum(buffer, model.max_length)
+    limits = tf.minimum(limits, model.max_length)
+  return buffer, limits
+
+
+def _without_padding(decode_step):
+  """decode_step whose logits never choose PAD: it is no output token (the
+  loss ignores it) and would read as the start symbol at the next step."""
+
+  def step(ids, i, cache):
+    logits, cache = decode_step(ids, i, cache)
+    pad = tf.one_hot(PAD_ID, tf.shape(logits)[-1], dtype=logits.dtype)
+    return logits - INF * pad, cache
+
+  return step
+
+
+def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
+               return_beams=False):
+  """Searches outputs for a batch of id sequences (graph- and XLA-safe).
+
+  This is the function to wrap in a `tf.function` for export, e.g. with
+  input_signature=[tf.TensorSpec([None, None], tf.int32)].
+
+  Args:
+    model: a Transformer (or anything with init_cache/decode_step/
+      position_encoding/max_length).
+    inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
+      model with learned positions reads only the first max_length.
+    beam_size: 1 runs greedy search (alpha is then unused).
+    alpha, extra_length: see DecodeHParams.
+    return_beams: keep all beams (beam_size > 1 only).
+  Returns:
+    {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
+    EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
+    src_len + extra_length (see `decode_lengths`). Greedy scores are
+    log-probabilities, beam scores are length-penalised.
+  """
+  if model.position_encoding == "learned":
+    inputs = inputs[:, :model.max_length]  # the table's end
+  length, limits = decode_lengths(model, inputs, extra_length)
+  cache = model.init_cache(inputs, length)
+  step = _without_padding(model.decode_step)
+  if beam_size == 1:
+    outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
+    if return_beams:
+      outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
+  else:
+    outputs, scores = beam_search(step, cache, beam_size, length, alpha=alpha,
+                                  return_beams=return_beams,
+                                  max_lengths=limits)
+  return {"outputs": outputs, "scores": scores}
+
+
+def encode_inputs(vocab, strings):
+  """tf.string [batch] -> int32 [batch, src_len]: ids + EOS, 0-padded."""
+  ids = vocab.encode(strings)
+  eos = tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))
+  return tf.concat([ids, eos], axis=1).to_tensor()
+
+
+def decode_strings(model, vocab, strings, hp):
+  """Text in, text out, all in graph (tensorflow-text tokenizer).
+
+  Args:
+    strings: tf.string [batch]; empty (or blank) strings give empty outputs.
+    hp: DecodeHParams (batch_size is not used here).
+  Returns:
+    {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
+    "scores": float32 [batch] (or [batch, beam])}.
+  """
+  result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
+                      hp.alpha, hp.extra_length, hp.return_beams)
+  ids, scores = result["outputs"], result["scores"]
+  if hp.return_beams:
+    beams = tf.shape(ids)[1]
+    flat = vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
+    text = tf.reshape(flat, [-1, beams])
+    blank = tf.equal(tf.strings.strip(strings), "")[:, tf.newaxis]
+  else:
+    text = vocab.decode(ids)
+    blank = tf.equal(tf.strings.strip(strings), "")
+  return {"outputs": tf.where(blank, tf.constant(""), text),
+          "scores": scores}
+
+
+class Decoder:
+  """A model and vocabulary with a traced text-to-text search.
+
+  The tf.function takes tf.string [None], so batches of any size and length
+  reuse one graph. (Not XLA-compiled: the tensorflow-text tokenizer ops have
+  no XLA kernels; `decode_ids` alone compiles.)
+
+  Args:
+    model: a trained Transformer.
+    vocab: its `t2tlite.data.vocab.Vocabulary`.
+    hp: DecodeHParams.
+  """
+
+  def __init__(self, model, vocab, hp):
+    self.model, self.vocab, self.hp = model, vocab, hp
+    self._decode = tf.function(
+        lambda strings: decode_strings(model, vocab, strings, hp),
+        input_signature=[tf.TensorSpec([None], tf.string)])
+
+  def decode_batch(self, strings):
+    """list of str -> (outputs, scores): a str and a float per input, or with
+    return_beams a list of each per input (best first)."""
+    result = self._decode(tf.constant(strings, tf.string))
+    outputs = result["outputs"].numpy().tolist()
+    if self.hp.return_beams:
+      outputs = [[b.decode("utf-8") for b in beams] for beams in outputs]
+    else:
+      outputs = [b.decode("utf-8") for b in outputs]
+    return outputs, result["scores"].numpy().tolist()
+
+  def decode_lines(self, lines, progress=True):
+    """Decodes lines in batches of similar length, returned in input order.
+
+    Args:
+      lines: list of str (one sentence each, without line breaks).
+      progress: log a line after each batch.
+    Returns:
+      (outputs, scores) lists aligned with `lines`; an empty (or blank) line
+      gives "" and score 0.0 (lists of them with return_beams) undecoded.
+    """
+    hp = self.hp
+    beams = hp.beam_size if hp.return_beams else None
+    outputs = [[""] * beams if beams else ""] * len(lines)
+    scores = [[0.0] * beams if beams else 0.0] * len(lines)
+    todo = [i for i, line in enumerate(lines) if line.strip()]
+    if not todo:
+      return outputs, scores
+    lengths = self.vocab.encode(tf.constant([lines[i] for i in todo]))
+    lengths = lengths.row_lengths().numpy()
+    # Longest first: similar lengths share a batch, so padding stays small
+    # and an out-of-memory error, if any, comes at once.
+    order = [todo[j] for j in sorted(range(len(todo)),
+                                     key=lambda j: (-lengths[j], j))]
+    for start in range(0, len(order), hp.batch_size):
+      batch = order[start:start + hp.batch_size]
+      texts, batch_scores = self.decode_batch([lines[i] for i in batch])
+      for i, text, score in zip(batch, texts, batch_scores):
+        outputs[i], scores[i] = text, score
+      if progress:
+        logging.info("Decoded %d of %d sentences.",
+                     min(start + hp.batch_size, len(order)), len(order))
+    return outputs, scores

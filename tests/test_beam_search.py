@@ -1,0 +1,268 @@
+"""Beam and greedy search: hand-set logits with hand-computed results, and the
+Transformer's cached decoding against an uncached recomputation."""
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.hparams_lib import HParams
+from t2tlite.models.transformer import build_model
+
+PAD, EOS, A, B = 0, 1, 2, 3
+VOCAB = 4
+
+
+def prefix_model(spec, batch=1):
+  """A decode_step whose next-token distribution depends on the whole prefix.
+
+  Args:
+    spec: {prefix tuple: {token: probability}}; tokens left out have
+      probability 0. Prefixes not in spec go to a "sink" state giving EOS, A
+      and B 1/3 each.
+  Returns:
+    (decode_step, initial cache {"state": int32 [batch]}, a tf.Variable
+    counting decode_step calls).
+  """
+  prefixes = list(spec)
+  sink = len(prefixes)
+  index = {p: i for i, p in enumerate(prefixes)}
+  next_state = [[index.get(p + (t,), sink) for t in range(VOCAB)]
+                for p in prefixes] + [[sink] * VOCAB]
+  logits = np.full([sink + 1, VOCAB], -1e9, np.float32)
+  for state, prefix in enumerate(prefixes):
+    for token, p in spec[prefix].items():
+      logits[state, token] = math.log(p)
+  logits[sink, [EOS, A, B]] = math.log(1 / 3)
+  next_state, logits = tf.constant(next_state), tf.constant(logits)
+  calls = tf.Variable(0)
+
+  def decode_step(ids, step, cache):
+    calls.assign_add(1)
+    moved = tf.gather_nd(next_state, tf.stack([cache["state"], ids], 1))
+    state = tf.where(step > 0, moved, index[()])
+    return tf.gather(logits, state), {"state": state}
+
+  return decode_step, {"state": tf.zeros([batch], tf.int32)}, calls
+
+
+def trim(ids):
+  """Output ids up to and including the first EOS (all if none)."""
+  ids = list(np.asarray(ids))
+  return ids[:ids.index(EOS) + 1] if EOS in ids else ids
+
+
+# Greedy takes A (0.6) then EOS (0.4): 0.24. Beam 2 keeps B (0.4), whose EOS
+# has 0.9: 0.36.
+GREEDY_IS_NOT_BEST = {(): {A: 0.6, B: 0.4}, (A,): {EOS: 0.4, A: 0.3, B: 0.3},
+                      (B,): {EOS: 0.9, A: 0.05, B: 0.05}}
+
+
+def test_beam_finds_the_best_sequence_that_greedy_misses():
+  step, cache, calls = prefix_model(GREEDY_IS_NOT_BEST)
+  ids, score = greedy_search(step, cache, max_decode_length=10)
+  assert trim(ids[0]) == [A, EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.6 * 0.4), abs=1e-5)
+
+  step, cache, calls = prefix_model(GREEDY_IS_NOT_BEST)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=10,
+                            alpha=0.0, return_beams=True)
+  # Step 1's two best extensions, [B EOS] 0.36 and [A EOS] 0.24, both finish;
+  # the live [A A], [A B] (0.18) cannot beat 0.36: the search stops after two
+  # steps instead of ten.
+  assert [trim(b) for b in ids[0]] == [[B, EOS], [A, EOS]]
+  np.testing.assert_allclose(scores[0], [math.log(0.36), math.log(0.24)],
+                             atol=1e-5)
+  assert int(calls.numpy()) == 2
+
+
+def test_early_termination_after_a_certain_winner():
+  # EOS first with 0.9: nothing live (at most 0.1) can beat it at alpha=0.
+  step, cache, calls = prefix_model({(): {EOS: 0.9, A: 0.1}})
+  ids, score = beam_search(step, cache, beam_size=3, max_decode_length=50,
+                           alpha=0.0)
+  assert trim(ids[0]) == [EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.9), abs=1e-5)
+  assert int(calls.numpy()) == 1
+
+
+# [EOS] has P = 0.5; [A A EOS] has P = 0.5 * 0.9 * 0.9 = 0.405.
+LONGER_WINS_WITH_PENALTY = {(): {EOS: 0.5, A: 0.5},
+                            (A,): {A: 0.9, EOS: 0.05, B: 0.05},
+                            (A, A): {EOS: 0.9, A: 0.05, B: 0.05}}
+
+
+def test_length_penalty_changes_the_winner():
+  # alpha = 0: scores are log-probabilities, log 0.5 > log 0.405. The live [A]
+  # (log 0.5) cannot beat the finished [EOS] (ties keep the finished one).
+  step, cache, calls = prefix_model(LONGER_WINS_WITH_PENALTY)
+  ids, score = beam_search(step, cache, beam_size=2, max_decode_length=5,
+                           alpha=0.0)
+  assert trim(ids[0]) == [EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.5), abs=1e-5)
+  assert int(calls.numpy()) == 1
+
+  # alpha = 1: lp(n) = (5 + n) / 6 counting EOS. [EOS]: log 0.5 / 1 = -0.6931;
+  # [A A EOS]: log 0.405 / (8/6) = -0.9039 / 1.3333 = -0.6779, which wins.
+  # After step 0 the live [A] may still reach log 0.5 / lp(5) = -0.416, so
+  # the search goes on; after step 2 the best live, [A A A] (0.0225), is
+  # bounded by log 0.0225 / lp(5) = -2.28 < -0.6779: three steps.
+  step, cache, calls = prefix_model(LONGER_WINS_WITH_PENALTY)
+  ids, score = beam_search(step, cache, beam_size=2, max_decode_length=5,
+                           alpha=1.0)
+  assert trim(ids[0]) == [A, A, EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.405) / (8 / 6), abs=1e-5)
+  assert float(score[0]) == pytest.approx(-0.6779, abs=1e-4)
+  assert int(calls.numpy()) == 3
+
+
+def test_unfinished_hypotheses_are_returned_at_max_length():
+  # Only A is ever possible: no hypothesis finishes within 3 steps.
+  step, cache, _ = prefix_model({(): {A: 1.0}, (A,): {A: 1.0},
+                                 (A, A): {A: 1.0}}, batch=2)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=3,
+                            alpha=0.6, return_beams=True)
+  assert ids.shape == (2, 2, 3)
+  np.testing.assert_array_equal(ids[:, 0], [[A, A, A], [A, A, A]])
+  np.testing.assert_allclose(scores[:, 0], [0.0, 0.0], atol=1e-6)
+  ids, _ = greedy_search(step, cache, max_decode_length=3)
+  np.testing.assert_array_equal(ids, [[A, A, A], [A, A, A]])
+
+
+def test_each_batch_element_keeps_its_own_length_limit():
+  # No EOS is ever possible; element 0 may have 1 token, element 1 three.
+  spec = {(): {A: 0.6, B: 0.4}, (A,): {A: 1.0}, (A, A): {A: 1.0},
+          (B,): {B: 1.0}, (B, B): {B: 1.0}}
+  step, cache, _ = prefix_model(spec, batch=2)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=3,
+                            alpha=1.0, max_lengths=tf.constant([1, 3]))
+  np.testing.assert_array_equal(ids, [[A, 0, 0], [A, A, A]])
+  # Cut hypotheses are scored with the penalty of their limit:
+  # log 0.6 / lp(1) = log 0.6 / 1 and log 0.6 / lp(3) = log 0.6 / (8/6).
+  np.testing.assert_allclose(scores, [math.log(0.6), math.log(0.6) * 6 / 8],
+                             atol=1e-5)
+  ids, _ = greedy_search(step, cache, max_decode_length=3,
+                         max_lengths=tf.constant([1, 3]))
+  np.testing.assert_array_equal(ids, [[A, 0, 0], [A, A, A]])
+
+
+def test_negative_alpha_is_rejected():
+  step, cache, _ = prefix_model({(): {EOS: 1.0}})
+  with pytest.raises(ValueError, match="alpha"):
+    beam_search(step, cache, beam_size=2, max_decode_length=3, alpha=-0.5)
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+  tf.keras.utils.set_random_seed(1)
+  hp = HParams(num_layers=2, d_model=32, d_ff=64, num_heads=4, d_k=8, d_v=8,
+               max_length=64)
+  return build_model(hp, vocab_size=40)
+
+
+INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
+                      [13, 1, 0, 0, 0, 0]], tf.int32)
+
+
+def test_beam_size_one_is_greedy(tiny_model):
+  length = 12
+  ids_g, scores_g = tf.function(lambda x: greedy_search(
+      tiny_model.decode_step, tiny_model.init_cache(x, length), length))(
+          INPUTS)
+  ids_b, scores_b = tf.function(lambda x: beam_search(
+      tiny_model.decode_step, tiny_model.init_cache(x, length), 1, length,
+      alpha=0.0))(INPUTS)
+  np.testing.assert_array_equal(ids_b, ids_g)
+  np.testing.assert_allclose(scores_b, scores_g, atol=1e-4)
+  # decode_ids routes beam_size=1 to greedy search (as tensor2tensor).
+  result = decode_ids(tiny_model, INPUTS, beam_size=1, extra_length=6)
+  assert result["outputs"].shape == (3, 12)
+
+
+def uncached_decode_step(model):
+  """decode_step that reruns the teacher-forced model on the whole prefix.
+
+  Cache: {"inputs": [batch, src_len], "prefix": [batch, max_len] tokens
+  chosen so far}; logits at position `step` depend only on prefix[:step].
+  """
+
+  def step_fn(ids, step, cache):
+    prefix = cache["prefix"]
+    at_previous = tf.equal(tf.range(tf.shape(prefix)[1]), step - 1)
+    prefix = tf.where(at_previous, ids[:, tf.newaxis], prefix)
+    logits = model({"inputs": cache["inputs"], "targets": prefix})
+    return tf.gather(logits, step, axis=1), dict(cache, prefix=prefix)
+
+  return step_fn
+
+
+def test_cached_and_uncached_decoding_agree(tiny_model):
+  length = 10
+  cached = tf.function(lambda x: beam_search(
+      tiny_model.decode_step, tiny_model.init_cache(x, length), 4, length,
+      alpha=0.6, return_beams=True))
+  uncached = tf.function(lambda x: beam_search(
+      uncached_decode_step(tiny_model),
+      {"inputs": x, "prefix": tf.zeros([tf.shape(x)[0], length], tf.int32)},
+      4, length, alpha=0.6, return_beams=True))
+  ids_c, scores_c = cached(INPUTS)
+  ids_u, scores_u = uncached(INPUTS)
+  np.testing.assert_array_equal(ids_c, ids_u)
+  np.testing.assert_allclose(scores_c, scores_u, atol=1e-4)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_xla_compiled_search_matches(tiny_model, beam_size):
+  def search(x):
+    return decode_ids(tiny_model, x, beam_size=beam_size, alpha=0.6,
+                      extra_length=8, return_beams=True)
+
+  plain = tf.function(search)(INPUTS)
+  compiled_fn = tf.function(search, jit_compile=True)
+  compiled = compiled_fn(INPUTS)
+  # The whole search is one XLA computation, its loop an HLO while.
+  hlo = compiled_fn.experimental_get_compiler_ir(INPUTS)(stage="hlo")
+  assert " while(" in hlo
+  np.testing.assert_array_equal(compiled["outputs"], plain["outputs"])
+  np.testing.assert_allclose(compiled["scores"], plain["scores"], atol=1e-4)
+
+
+def test_export_style_signature_with_dynamic_shapes(tiny_model):
+  # What an exporter traces: batch and length unknown until run time.
+  fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
+                                        extra_length=3),
+                   input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  result = fn(INPUTS)
+  assert result["outputs"].shape == (3, 9)
+  assert result["scores"].shape == (3,)
+  assert not np.any(result["outputs"].numpy()[:, 0] == PAD)  # PAD is masked
+
+
+def test_learned_positions_cap_the_decode_length():
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               max_length=8, position_encoding="learned")
+  model = build_model(hp, vocab_size=20)
+  result = decode_ids(model, INPUTS, beam_size=2, extra_length=50)
+  assert result["outputs"].shape == (3, 8)  # not 6 + 50
+  # Inputs longer than the table are cut to it rather than failing.
+  long_inputs = tf.ones([2, 12], tf.int32)
+  result = decode_ids(model, long_inputs, beam_size=2, extra_length=5)
+  assert result["outputs"].shape == (2, 8)
+
+
+def test_decode_hparams_parsing():
+  hp = DecodeHParams.parse("beam_size=8, alpha=1,return_beams=true")
+  assert (hp.beam_size, hp.alpha, hp.return_beams) == (8, 1.0, True)
+  assert isinstance(hp.alpha, float)
+  assert DecodeHParams.parse("") == DecodeHParams()
+  with pytest.raises(ValueError, match="Unknown decode hparam 'beam'.*"
+                     "beam_size"):
+    DecodeHParams.parse("beam=3")
+  with pytest.raises(ValueError, match="beam_size='x': expected a int"):
+    DecodeHParams.parse("beam_size=x")
+  with pytest.raises(ValueError, match="return_beams='yes': expected a bool"):
+    DecodeHParams.parse("return_beams=yes")
+  with pytest.raises(ValueError, match="beam_size must be >= 1"):
+    DecodeHParams.parse("beam_size=0")

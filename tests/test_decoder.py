@@ -1,0 +1,103 @@
+"""t2t-decoder and the batched text decoding behind it."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from t2tlite.decode.decoding import DecodeHParams, Decoder
+
+from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
+                        trained_run)
+
+pytestmark = needs_multi30k
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  return trained_run(str(tmp_path_factory.mktemp("run")))
+
+
+def sample_lines():
+  # Mixed lengths (so sorting reorders them) and empty lines.
+  lines = multi30k_lines("en", 7)
+  return [lines[0], "", lines[1][:20], lines[2], "   ", lines[3][:9],
+          lines[4], ""]
+
+
+def test_outputs_follow_input_order_and_empty_lines_survive(trained):
+  _, model, vocab = trained
+  lines = sample_lines()
+  hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
+  decoder = Decoder(model, vocab, hp)
+  outputs, scores = decoder.decode_lines(lines, progress=False)
+  assert len(outputs) == len(lines)
+  for i, line in enumerate(lines):
+    if not line.strip():
+      assert outputs[i] == "" and scores[i] == 0.0
+      continue
+    # The same sentence decoded alone gives the same output.
+    alone, alone_score = decoder.decode_batch([line])
+    assert outputs[i] == alone[0], i
+    assert scores[i] == pytest.approx(alone_score[0], abs=1e-3)
+
+
+def test_return_beams_gives_n_best(trained):
+  _, model, vocab = trained
+  decoder = Decoder(model, vocab, DecodeHParams(beam_size=3, extra_length=4,
+                                                return_beams=True))
+  outputs, scores = decoder.decode_lines(["A man.", ""], progress=False)
+  assert len(outputs[0]) == 3 and outputs[1] == ["", "", ""]
+  assert scores[0] == sorted(scores[0], reverse=True)
+
+
+def run_decoder(*args, stdin=None):
+  return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
+                         *args], input=stdin, capture_output=True, text=True)
+
+
+@pytest.mark.timeout(180)
+def test_t2t_decoder_file_to_file(trained, tmp_path):
+  folder, model, vocab = trained
+  lines = sample_lines()
+  source = tmp_path / "in.en"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  target = tmp_path / "out.de"
+  run = run_decoder(f"--output_dir={folder}", "--problem=translate_ende_wmt",
+                    "--decode_hparams=beam_size=2,extra_length=5,batch_size=3",
+                    f"--decode_from_file={source}",
+                    f"--decode_to_file={target}")
+  assert run.returncode == 0, run.stderr
+  written = target.read_text(encoding="utf-8").split("\n")
+  assert written[-1] == "" and len(written) == len(lines) + 1
+  hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
+  expected, _ = Decoder(model, vocab, hp).decode_lines(lines, progress=False)
+  assert written[:-1] == expected
+  assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+
+
+@pytest.mark.timeout(180)
+def test_t2t_decoder_interactive(trained):
+  folder, model, vocab = trained
+  run = run_decoder(f"--output_dir={folder}", "--decode_interactive",
+                    "--decode_hparams=beam_size=1,extra_length=3",
+                    stdin="A dog runs.\n\nTwo men.\n")
+  assert run.returncode == 0, run.stderr
+  printed = run.stdout.split("\n")
+  greedy = Decoder(model, vocab, DecodeHParams(beam_size=1, extra_length=3))
+  expected, _ = greedy.decode_lines(["A dog runs.", "", "Two men."],
+                                    progress=False)
+  assert printed == expected + [""]
+
+
+@pytest.mark.timeout(180)
+def test_t2t_decoder_errors_are_clear(tmp_path):
+  folder = str(tmp_path / "untrained")
+  make_run_folder(folder, checkpoint=False)
+  source = tmp_path / "in.txt"
+  source.write_text("hello\n", encoding="utf-8")
+  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
+                    "--decode_hparams=beam_size=2")
+  assert run.returncode == 1
+  assert f"No checkpoint in --output_dir={folder}" in run.stderr
+  assert "Traceback" not in run.stderr

@@ -1,0 +1,190 @@
+"""BLEU against sacrebleu's own figures, and bracket F1 against a hand count."""
+import os
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+
+from conftest import SHARED_DATA
+
+from t2tlite.data import trees
+from t2tlite.evaluate import bleu, parsing_f1
+
+MULTI30K_TOK = SHARED_DATA / "multi30k" / "tok"
+
+TRANSLATIONS = ["The cat sat on the mat.",
+                "A well-known man-made lake lies north of the city.",
+                "He gave up smoking, finally!",
+                "Zwei Männer spielen Fußball."]
+REFERENCES = ["The cat is sitting on the mat.",
+              "A well-known artificial lake lies to the north of the city.",
+              "In the end, he gave up smoking!",
+              "Zwei Männer spielen Fußball."]
+
+
+def write(path, lines):
+  path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  return str(path)
+
+
+def test_bleu_equals_sacrebleu(tmp_path):
+  report = bleu.file_bleu(write(tmp_path / "hyp", TRANSLATIONS),
+                          write(tmp_path / "ref", REFERENCES))
+  expected = sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES])
+  assert report.cased.score == pytest.approx(expected.score, abs=1e-9)
+  assert str(report.cased) == str(expected)
+  lowercased = sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES],
+                                     lowercase=True)
+  assert report.uncased.score == pytest.approx(lowercased.score, abs=1e-9)
+  assert "case:mixed" in report.cased_signature
+  assert "tok:13a" in report.cased_signature
+  assert "case:lc" in report.uncased_signature
+  assert report.lines()[0].startswith("BLEU = ")
+
+
+def test_identical_files_score_100(tmp_path):
+  report = bleu.corpus_bleu(REFERENCES, REFERENCES)
+  assert report.cased.score == pytest.approx(100.0)
+  assert report.tokenized_cased.score == pytest.approx(100.0)
+
+
+def test_tokenized_bleu_splits_compounds():
+  assert bleu.paper_tokenize("A well-known man-made lake.") == (
+      "A well ##AT##-##AT## known man ##AT##-##AT## made lake .")
+  # Split hyphens are separate tokens: a hypothesis with "man made" matches
+  # the pieces "man" and "made" of the reference's "man-made".
+  tokens = bleu.paper_tokenize("man-made").split()
+  assert tokens == ["man", "##AT##-##AT##", "made"]
+  # Tokenized BLEU equals sacrebleu on the pre-tokenized text.
+  hyps = [bleu.paper_tokenize(t) for t in TRANSLATIONS]
+  refs = [bleu.paper_tokenize(r) for r in REFERENCES]
+  expected = sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True)
+  assert bleu.corpus_bleu(TRANSLATIONS, REFERENCES).tokenized_cased.score == (
+      pytest.approx(expected.score))
+
+
+@pytest.mark.skipif(not os.path.isdir(MULTI30K_TOK),
+                    reason="../shared/data/multi30k is absent")
+def test_bleu_on_real_multi30k_lines():
+  # The English and French sides are not translations of each other word
+  # for word; the point is a realistic, non-trivial figure.
+  with open(os.path.join(MULTI30K_TOK, "val.lc.norm.tok.en"),
+            encoding="utf-8") as f:
+    refs = [next(f).strip() for _ in range(50)]
+  hyps = [" ".join(r.split()[:-2]) for r in refs]  # drop the last 2 tokens
+  report = bleu.corpus_bleu(hyps, refs)
+  assert report.cased.score == pytest.approx(
+      sacrebleu.corpus_bleu(hyps, [refs]).score)
+  assert 0 < report.cased.score < 100
+
+
+@pytest.mark.timeout(120)
+def test_t2t_bleu_command(tmp_path):
+  hyp = write(tmp_path / "hyp", TRANSLATIONS)
+  ref = write(tmp_path / "ref", REFERENCES)
+  run = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_bleu", f"--translation={hyp}",
+       f"--reference={ref}"], capture_output=True, text=True, check=True)
+  first = run.stdout.splitlines()[0]
+  assert first == str(sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES]))
+  assert "signature: nrefs:1|case:mixed" in run.stdout
+
+
+def test_misaligned_files_fail_naming_both(tmp_path):
+  short = write(tmp_path / "short", TRANSLATIONS[:2])
+  ref = write(tmp_path / "ref", REFERENCES)
+  with pytest.raises(ValueError, match=r"--translation=.*short has 2 lines "
+                     r"but --reference=.*ref has 4"):
+    bleu.file_bleu(short, ref)
+
+
+GOLD = """
+( (S (NP-SBJ (DT The) (NN cat)) (VP (VBD sat) (PP-LOC (IN on)
+     (NP (DT the) (NN mat)))) (. .)) )
+( (S (NP-SBJ-1 (PRP He)) (VP (VBD gave) (PRT (RP up)) (NP (-NONE- *T*-2)))
+     (. .)) )
+(TOP (S (NP (NNP John)) (VP (VBZ runs)) (. .)))
+"""
+
+PREDICTIONS = [
+    # PP attached to "on" only; the object NP is a sibling of PP.
+    "(S (NP XX XX )NP (VP XX (PP XX )PP (NP XX XX )NP )VP XX )S",
+    # ADVP where the gold has PRT: equivalent labels.
+    "(S (NP XX )NP (VP XX (ADVP XX )ADVP )VP XX )S",
+    # Never closes (VP and (S: repaired by closing both at the end.
+    "(S (NP XX )NP (VP XX XX",
+]
+
+
+def test_f1_equals_a_hand_count(tmp_path):
+  gold = parsing_f1.read_reference_trees([write(tmp_path / "gold.mrg",
+                                                [GOLD])])
+  scores = parsing_f1.evaluate(PREDICTIONS, gold)
+  # Hand count; word positions exclude the final "." (punctuation, deleted).
+  # 1 "The cat sat on the mat": gold S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6);
+  #   predicted S(0,6) NP(0,2) VP(2,6) PP(3,4) NP(4,6): 4 of 5 match.
+  # 2 "He gave up": gold S(0,3) NP(0,1) VP(1,3) PRT(2,3) (the -NONE- NP is
+  #   removed); predicted S(0,3) NP(0,1) VP(1,3) ADVP(2,3) = PRT: 4 of 4.
+  # 3 "John runs": gold S(0,2) NP(0,1) VP(1,2) (TOP ignored); predicted,
+  #   after repair, (S (NP John) (VP runs .)): S(0,2) NP(0,1) VP(1,2), since
+  #   "." is deleted: 3 of 3.
+  # Totals: matched 11, gold 12, predicted 12: P = R = F1 = 11/12.
+  assert (scores.matched_brackets, scores.gold_brackets,
+          scores.predicted_brackets) == (11, 12, 12)
+  assert scores.precision == pytest.approx(11 / 12)
+  assert scores.recall == pytest.approx(11 / 12)
+  assert scores.f1 == pytest.approx(11 / 12)
+  assert (scores.sentences, scores.exact_matches, scores.repaired,
+          scores.unscored) == (3, 2, 1, 0)
+
+
+def test_duplicate_brackets_match_as_multisets():
+  # Gold (NP (NP the dog)): two NP(0,2); predicted one: recall 1/2.
+  gold = next(trees.parse_trees("(NP (NP (DT the) (NN dog)))"))
+  scores = parsing_f1.evaluate(["(NP XX XX )NP"], [gold])
+  assert (scores.matched_brackets, scores.gold_brackets,
+          scores.predicted_brackets) == (1, 2, 1)
+  assert scores.precision == 1.0 and scores.recall == 0.5
+
+
+def test_bracketed_predictions_and_word_mismatch():
+  gold = next(trees.parse_trees("(S (NP (NNP John)) (VP (VBZ runs)))"))
+  same = parsing_f1.evaluate(["(S (NP (XX John)) (VP (XX runs)))"], [gold])
+  assert same.f1 == 1.0 and same.repaired == 0
+  other = parsing_f1.evaluate(["(S (NP (XX Mary)) (VP (XX runs)))"], [gold])
+  assert (other.sentences, other.unscored) == (0, 1)
+
+
+WSJ = SHARED_DATA / "wsj_sample"
+
+
+@pytest.mark.skipif(not os.path.isdir(WSJ),
+                    reason="../shared/data/wsj_sample is absent")
+def test_gold_sequences_score_100_on_real_trees():
+  paths = [os.path.join(WSJ, f"wsj_{n:04d}.mrg") for n in range(160, 163)]
+  gold = parsing_f1.read_reference_trees(paths)
+  sequences = [trees.linearize(t, pos_tags=False)[1] for t in gold]
+  scores = parsing_f1.evaluate(sequences, gold)
+  assert scores.sentences == len(gold) > 20
+  assert scores.f1 == 1.0 and scores.repaired == 0
+  assert scores.exact_matches == len(gold)
+
+
+def test_linearized_reference_is_rejected(tmp_path):
+  path = write(tmp_path / "targets.txt", ["(S (NP XX )NP )S"])
+  with pytest.raises(ValueError, match="linearized sequences"):
+    parsing_f1.read_reference_trees([path])
+
+
+@pytest.mark.timeout(120)
+def test_t2t_parse_eval_command(tmp_path):
+  gold = write(tmp_path / "gold.mrg", [GOLD])
+  pred = write(tmp_path / "pred.txt", PREDICTIONS)
+  run = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_parse_eval",
+       f"--prediction={pred}", f"--reference={gold}"],
+      capture_output=True, text=True, check=True)
+  assert run.stdout.startswith("Bracketing F1 = 91.67 (precision 91.67, "
+                               "recall 91.67")
+  assert "repaired into trees: 1" in run.stdout
