@@ -159,11 +159,12 @@ def test_sinusoid_encoding_matches_section_3_5():
 
 def test_embedding_is_shared_and_scaled():
   model = tiny(vocab=40)
+  d_model = model.d_model
   table = model.embedding.embeddings.numpy()
-  assert table.shape == (40, 128)
+  assert table.shape == (40, d_model)
   np.testing.assert_allclose(model.embedding(tf.constant([[3]])).numpy()[0, 0],
-                             table[3] * np.sqrt(128), rtol=1e-6)
-  x = tf.random.normal([1, 2, 128])
+                             table[3] * np.sqrt(d_model), rtol=1e-6)
+  x = tf.random.normal([1, 2, d_model])
   np.testing.assert_allclose(model.embedding.logits(x).numpy(),
                              x.numpy() @ table.T, rtol=1e-4, atol=1e-4)
 

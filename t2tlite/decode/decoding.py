@@ -6,6 +6,7 @@ function an exporter wraps, and batched decoding of a list of lines.
     decoder = Decoder(model, vocab, DecodeHParams.parse("beam_size=4"))
     outputs, scores = decoder.decode_lines(lines)
 """
+import contextlib
 import dataclasses
 
 from absl import logging
@@ -93,7 +94,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
 
   Args:
     model: a Transformer (or anything with init_cache/decode_step/
-      position_encoding/max_length).
+      position_encoding/max_length, and optionally weights_cast_once()).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
       model with learned positions reads only the first max_length.
     beam_size: 1 runs greedy search (alpha is then unused).
@@ -107,17 +108,20 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   """
   if model.position_encoding == "learned":
     inputs = inputs[:, :model.max_length]  # the table's end
-  length, limits = decode_lengths(model, inputs, extra_length)
-  cache = model.init_cache(inputs, length)
-  step = _without_padding(model.decode_step)
-  if beam_size == 1:
-    outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
-    if return_beams:
-      outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
-  else:
-    outputs, scores = beam_search(step, cache, beam_size, length, alpha=alpha,
-                                  return_beams=return_beams,
-                                  max_lengths=limits)
+  once = (model.weights_cast_once() if hasattr(model, "weights_cast_once")
+          else contextlib.nullcontext())
+  with once:  # mixed precision: cast the weights before the loop, not in it
+    length, limits = decode_lengths(model, inputs, extra_length)
+    cache = model.init_cache(inputs, length)
+    step = _without_padding(model.decode_step)
+    if beam_size == 1:
+      outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
+      if return_beams:
+        outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
+    else:
+      outputs, scores = beam_search(step, cache, beam_size, length,
+                                    alpha=alpha, return_beams=return_beams,
+                                    max_lengths=limits)
   return {"outputs": outputs, "scores": scores}
 
 

@@ -7,6 +7,8 @@ negative number where it is not (padding, future positions).
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.weights import cast_weight
+
 # Large enough that exp() underflows to exactly 0 in float32, small enough to
 # stay finite when added to float32 scores.
 NEG_INF = -1e9
@@ -101,7 +103,7 @@ class MultiHeadAttention(keras.layers.Layer):
   def _kernel(self, variable):
     # Explicit cast: the cached-decoding methods run outside __call__, where
     # Keras does not autocast variables to the compute dtype.
-    return tf.cast(variable, self.compute_dtype)
+    return cast_weight(variable, self.compute_dtype)
 
   def _split_heads(self, x, depth):
     """[batch, len, heads * depth] -> [batch, heads, len, depth]."""

@@ -5,6 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.weights import cast_weight
+
 
 @keras.saving.register_keras_serializable(package="t2tlite")
 class SharedEmbedding(keras.layers.Layer):
@@ -32,13 +34,13 @@ class SharedEmbedding(keras.layers.Layer):
 
   def call(self, ids):
     """int [batch, len] -> [batch, len, d_model] (scaled by sqrt(d_model))."""
-    table = tf.cast(self.embeddings, self.compute_dtype)
+    table = cast_weight(self.embeddings, self.compute_dtype)
     return tf.gather(table, ids) * tf.cast(math.sqrt(self.d_model),
                                            self.compute_dtype)
 
   def logits(self, x):
     """[batch, len, d_model] -> float32 [batch, len, vocab]."""
-    table = tf.cast(self.embeddings, self.compute_dtype)
+    table = cast_weight(self.embeddings, self.compute_dtype)
     return tf.cast(tf.matmul(x, table, transpose_b=True), tf.float32)
 
   def get_config(self):

@@ -2,6 +2,8 @@
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.weights import cast_weight
+
 
 @keras.saving.register_keras_serializable(package="t2tlite")
 class FeedForward(keras.layers.Layer):
@@ -32,10 +34,11 @@ class FeedForward(keras.layers.Layer):
 
   def call(self, x, training=False):
     dtype = self.compute_dtype  # explicit casts: also used while decoding
-    hidden = tf.nn.relu(tf.matmul(x, tf.cast(self.w1, dtype)) +
-                        tf.cast(self.b1, dtype))
+    hidden = tf.nn.relu(tf.matmul(x, cast_weight(self.w1, dtype)) +
+                        cast_weight(self.b1, dtype))
     hidden = self.dropout(hidden, training=training)
-    return tf.matmul(hidden, tf.cast(self.w2, dtype)) + tf.cast(self.b2, dtype)
+    return (tf.matmul(hidden, cast_weight(self.w2, dtype)) +
+            cast_weight(self.b2, dtype))
 
   def get_config(self):
     config = super().get_config()

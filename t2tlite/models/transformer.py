@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from t2tlite.layers.attention import causal_bias, padding_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2tlite.layers.weights import weights_cast_once
 from t2tlite.layers.transformer_layers import DecoderLayer, EncoderLayer
 
 PAD_ID = 0
@@ -188,6 +189,12 @@ class Transformer(keras.Model):
                    for layer in self.decoder_layers],
         "memory_bias": padding_bias(inputs),
     }
+
+  def weights_cast_once(self):
+    """A context in which the weights are cast to the compute dtype once
+    (mixed precision), not at every use: for decoding loops, where each step
+    would cast all of them again. A no-op in float32."""
+    return weights_cast_once(self.weights, self.compute_dtype)
 
   def decode_step(self, ids, step, cache):
     """Logits for position `step` given the token at that position.
