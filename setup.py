@@ -27,12 +27,24 @@ setuptools.setup(
         "absl-py>=2.1",
         "sentencepiece>=0.2",
         "numpy>=1.26",
+        "matplotlib>=3.8",
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        # t2t-query's gRPC client; pinned to TensorFlow's minor version.
+        "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3"],
     },
     entry_points={
         "console_scripts": [
+            "t2t-decoder=t2tlite.bin.t2t_decoder:main",
+            "t2t-bleu=t2tlite.bin.t2t_bleu:main",
+            "t2t-parse-eval=t2tlite.bin.t2t_parse_eval:main",
+            "t2t-attention=t2tlite.bin.t2t_attention:main",
+            "t2t-datagen=t2tlite.bin.t2t_datagen:main",
+            "t2t-trainer=t2tlite.bin.t2t_trainer:main",
+            "t2t-avg-checkpoints=t2tlite.bin.t2t_avg_checkpoints:main",
+            "t2t-exporter=t2tlite.bin.t2t_exporter:main",
+            "t2t-query=t2tlite.bin.t2t_query:main",
         ],
     },
 )

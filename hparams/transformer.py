@@ -142,8 +142,27 @@ def transformer_parsing():
 @register_hparams
 def transformer_tiny():
   """A small model that trains in minutes on a laptop CPU (for the quick start
-  and tests): 2+2 layers, d_model=128, h=4."""
+  and tests): 2+2 layers, d_model=64, d_ff=256, h=4, d_k=d_v=16.
+
+  Tuned on algorithmic_reverse, where 2500 steps of 1024 tokens reach about
+  99% teacher-forced sequence accuracy on dev: pre-norm, as tensor2tensor's
+  own transformer_tiny (post-norm reached about 70% on the same budget), no
+  dropout (generated data does not overfit in so few steps), and a quarter of
+  the eq. (3) rate with a short warm-up (the full rate stalls this small
+  model; half of it gives loss spikes). d_model=64 trains about twice as many
+  steps a second as 128 and learns the task in about as many steps."""
   return transformer_base().replace(
-      num_layers=2, d_model=128, d_ff=512, num_heads=4, d_k=32, d_v=32,
-      max_length=64, batch_size=2048, warmup_steps=400,
-      learning_rate_scale=2.0, train_steps=2000)
+      num_layers=2, d_model=64, d_ff=256, num_heads=4, d_k=16, d_v=16,
+      norm_position="pre", dropout=0.0, max_length=64, batch_size=1024,
+      warmup_steps=200, learning_rate_scale=0.25, train_steps=2500)
+
+
+@register_hparams
+def transformer_small():
+  """3+3 layers, d_model=256, h=4, d_ff=1024: a model a 2-core CPU trains on a
+  small corpus (Multi30k's 29K pairs) in an hour. P_drop=0.3, as small data
+  overfits quickly (the paper's big set uses 0.3 too)."""
+  return transformer_base().replace(
+      num_layers=3, d_model=256, d_ff=1024, num_heads=4, d_k=64, d_v=64,
+      dropout=0.3, max_length=128, batch_size=4096, warmup_steps=1000,
+      train_steps=5000)

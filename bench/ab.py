@@ -1,0 +1,74 @@
+"""Same-process A/B timing of decoding with and without a speed change.
+
+    python bench/ab.py [--dtype mixed_bfloat16] [--xla] [--rounds 5]
+
+The machine is shared, so separate runs are not comparable: here both
+variants are traced in one process on one model (same weights, same inputs)
+and their timed calls alternate (round-robin), `--rounds` times; one JSON
+line per variant with its median, the speedup and whether the outputs agree.
+  cast_every_step: the search as before: under mixed precision each decoding
+                   step casts every weight to bfloat16 again.
+  cast_once:       decode_ids casts them once per search
+                   (Transformer.weights_cast_once).
+Both run the run.py decode_base search (EOS disabled, 32 steps).
+"""
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+import run as bench_run  # noqa: E402
+import t2tlite  # noqa: E402
+
+
+class CastEveryStep(bench_run.EosDisabled):
+  def weights_cast_once(self):
+    return contextlib.nullcontext()
+
+
+VARIANTS = {"cast_every_step": CastEveryStep,
+            "cast_once": bench_run.EosDisabled}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--rounds", type=int, default=5)
+  parser.add_argument("--xla", action="store_true")
+  parser.add_argument("--dtype", default="mixed_bfloat16")
+  args = parser.parse_args()
+  bench_run.keras.utils.set_random_seed(1)
+  hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
+  hp = t2tlite.create_hparams(hparams_set, overrides)
+  model = t2tlite.build_model(hp, vocab, dtype=args.dtype)
+  inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
+                                length)
+  fns, outputs = {}, {}
+  for name, wrapper in VARIANTS.items():
+    fns[name] = tf.function(
+        lambda x, w=wrapper(model): t2tlite.decode.decoding.decode_ids(
+            w, x, beam_size=4, alpha=0.6, extra_length=0)["outputs"],
+        jit_compile=args.xla)
+    outputs[name] = fns[name](inputs).numpy()  # trace (and compile)
+  times = bench_run.round_robin(
+      {name: (lambda f=fn: f(inputs)) for name, fn in fns.items()},
+      args.rounds)
+  first = next(iter(VARIANTS))
+  base = statistics.median(times[first])
+  for name, t in times.items():
+    print(json.dumps({
+        "work": "ab_decode_base", "variant": name, "xla": args.xla,
+        "dtype": args.dtype, "s_median": round(statistics.median(t), 3),
+        "s_all": [round(x, 3) for x in t],
+        "speedup_vs_" + first: round(base / statistics.median(t), 3),
+        "same_outputs": bool(np.array_equal(outputs[name], outputs[first])),
+        "rounds": args.rounds, "loadavg": bench_run.load_average()}),
+          flush=True)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,44 @@
+r"""t2t-avg-checkpoints: averages the last N checkpoints of a run (section 6.1).
+
+    t2t-avg-checkpoints --output_dir=~/t2t_train/ende --n=5
+
+Writes OUTPUT_DIR/averaged/ckpt-STEP (model weights only); decode or export it
+with --checkpoint_path=OUTPUT_DIR/averaged.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from t2tlite.bin import console
+
+flags.DEFINE_string("output_dir", None, "A t2t-trainer output_dir.")
+flags.DEFINE_integer("n", 5, "How many of the newest checkpoints to average "
+                     "(the paper: 5 for base models, 20 for big ones).",
+                     lower_bound=1)
+
+FLAGS = flags.FLAGS
+
+
+def _run(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  from t2tlite.train import averaging
+  try:
+    prefix = averaging.average_checkpoints(
+        os.path.expanduser(FLAGS.output_dir), FLAGS.n)
+  except (FileNotFoundError, ValueError) as error:
+    sys.stderr.write(f"t2t-avg-checkpoints: error: {error}\n")
+    return 1
+  print(prefix)
+  return 0
+
+
+def main():
+  flags.mark_flags_as_required(["output_dir"])
+  console.run(_run, __name__)
+
+
+if __name__ == "__main__":
+  main()

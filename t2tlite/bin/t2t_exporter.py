@@ -1,0 +1,61 @@
+r"""t2t-exporter: writes a trained model as a SavedModel for TF Serving.
+
+    t2t-exporter --output_dir=~/t2t_train/ende \
+        [--checkpoint_path=~/t2t_train/ende/averaged] \
+        [--export_dir=~/t2t_train/ende/export] \
+        [--decode_hparams="beam_size=4,alpha=0.6"]
+
+Writes EXPORT_DIR/<version>/ (the next integer; default EXPORT_DIR is
+OUTPUT_DIR/export) and prints its path. The SavedModel takes raw UTF-8 text
+(signature serving_default) or token ids (signature translate_ids); the
+tokenizer and the beam search run inside the graph, with the decode hparams
+fixed at export. Inputs longer than hparams.max_length tokens (EOS included)
+are truncated. Serve it with
+`tensorflow_model_server --model_name=NAME --model_base_path=EXPORT_DIR`.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+
+from t2tlite.bin import console
+from t2tlite.bin import run_flags
+
+# --output_dir, --checkpoint_path and --decode_hparams, as in t2t-decoder.
+flags.adopt_module_key_flags(run_flags)
+flags.DEFINE_string("export_dir", None, "Folder of the version folders "
+                    "(TF Serving's --model_base_path); default "
+                    "OUTPUT_DIR/export.")
+
+FLAGS = flags.FLAGS
+
+
+def _expand(path):
+  return os.path.expanduser(path) if path else path
+
+
+def _run(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  if not FLAGS.output_dir:
+    raise app.UsageError("--output_dir is required: the training folder.")
+  from t2tlite.export.exporter import export_saved_model
+  try:
+    path = export_saved_model(_expand(FLAGS.output_dir),
+                              export_dir=_expand(FLAGS.export_dir),
+                              checkpoint_path=_expand(FLAGS.checkpoint_path),
+                              decode_hparams=FLAGS.decode_hparams)
+  except (FileNotFoundError, ValueError) as error:
+    sys.stderr.write(f"t2t-exporter: error: {error}\n")
+    return 1
+  print(path)
+  return 0
+
+
+def main():
+  console.run(_run, __name__)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,223 @@
+r"""t2t-trainer: trains (and evaluates) a model on a problem.
+
+    t2t-trainer --problem=algorithmic_reverse --hparams_set=transformer_tiny \
+        --data_dir=~/t2t_data --output_dir=~/t2t_train/reverse --generate_data
+
+Running the same command again resumes from the latest checkpoint in
+output_dir with the hparams saved there. With several workers in TF_CONFIG,
+run the same command on each worker.
+"""
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from t2tlite import problem as problem_lib
+from t2tlite import registry
+from t2tlite import run_dir
+from t2tlite.bin import common_flags
+from t2tlite.bin import console
+from t2tlite.train import strategy as strategy_lib
+from t2tlite.train import trainer as trainer_lib
+
+flags.adopt_module_key_flags(common_flags)
+flags.DEFINE_string("hparams_set", None, "Registered hparams set, e.g. "
+                    "transformer_base, transformer_big, transformer_tiny. On a "
+                    "restart it may be left out (the saved hparams are used).")
+flags.DEFINE_string("hparams", "", "Overrides of the hparams set, "
+                    "\"name=value,name=value\" (e.g. \"dropout=0.2,"
+                    "gradient_accumulation_steps=8\").")
+flags.DEFINE_string("output_dir", None, "Folder for checkpoints, summaries "
+                    "(TensorBoard), hparams.json, run.json and the vocabulary "
+                    "copy. An existing run there is resumed.")
+flags.DEFINE_bool("generate_data", False, "Run datagen for --problem into "
+                  "--data_dir first (complete files are kept, so this is "
+                  "cheap when the data exists).")
+flags.DEFINE_integer("train_steps", None, "Optimizer updates to train to "
+                     "(default: the hparams' train_steps). A restart with a "
+                     "larger value trains further.", lower_bound=1)
+flags.DEFINE_integer("eval_steps", 100, "Evaluation batches per replica at "
+                     "most; 0 evaluates the whole dev split.", lower_bound=0)
+flags.DEFINE_integer("local_eval_frequency", 1000, "Evaluate on dev every "
+                     "this many steps (train_and_evaluate), and at the end; 0 "
+                     "= only at the end.", lower_bound=0)
+flags.DEFINE_integer("keep_checkpoint_max", 20, "Checkpoints kept; older ones "
+                     "are deleted (20 lets you average the last 20, as the "
+                     "paper did for big models).", lower_bound=1)
+flags.DEFINE_integer("save_checkpoints_secs", 600, "Write a checkpoint at "
+                     "least this often, in seconds (the paper: every 10 "
+                     "minutes), and at the end.", lower_bound=0)
+flags.DEFINE_enum("schedule", "train_and_evaluate",
+                  ["train", "train_and_evaluate", "evaluate"],
+                  "train; train_and_evaluate (evaluate on dev every "
+                  "--local_eval_frequency steps and at the end); evaluate "
+                  "(the latest checkpoint, once).")
+flags.DEFINE_integer("worker_gpu", 0, "Devices to train on: 0 = every "
+                     "visible GPU (or the CPU); N = the first N GPUs "
+                     "(MirroredStrategy). On a machine without GPUs, N > 1 "
+                     "splits the CPU into N logical devices, to test "
+                     "multi-device training (no speedup).", lower_bound=0)
+flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
+                  "pass with XLA (jit_compile).")
+flags.DEFINE_enum("mixed_precision", None, ["bfloat16", "float16"],
+                  "Compute in bfloat16 or float16 (with dynamic loss "
+                  "scaling), keeping float32 weights.")
+flags.DEFINE_integer("random_seed", None, "Seed of the weight initialization, "
+                     "dropout and data shuffling.")
+flags.DEFINE_bool("registry_help", False, "List the registered problems, "
+                  "hparams sets and models, and exit.")
+# Export (issue 6): the run ends with a model TF Serving can serve.
+flags.DEFINE_bool("export_saved_model", False, "When training ends, export "
+                  "the newest checkpoint as a SavedModel under "
+                  "OUTPUT_DIR/export/<version> (as t2t-exporter does, with "
+                  "the default decode hparams).")
+
+FLAGS = flags.FLAGS
+# The flags recorded in run.json (the ones this command defines or shares).
+_RECORDED_FLAGS = (
+    "problem", "hparams_set", "hparams", "data_dir", "output_dir",
+    "generate_data", "tmp_dir", "raw_data_dir", "t2t_usr_dir", "train_steps",
+    "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
+    "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
+    "mixed_precision", "random_seed")
+_LOG_EVERY_STEPS = 100
+
+
+class UserError(Exception):
+  """A problem with the command line or the output_dir, reported plainly."""
+
+
+def registry_help():
+  lines = []
+  for title, reg in (("Problems (each also as NAME_rev)", registry.problems),
+                     ("Hparams sets", registry.hparams_sets),
+                     ("Models", registry.models)):
+    lines.append(f"{title}:")
+    lines.extend(f"  {name}" for name in reg.names() or ["(none)"])
+  return "\n".join(lines)
+
+
+def _expand(path):
+  return os.path.expanduser(path) if path else path
+
+
+def _saved_run(output_dir):
+  """run.json of an existing run in output_dir, or {}."""
+  try:
+    info = run_dir.read_run_info(output_dir)
+  except FileNotFoundError:
+    return {}
+  return {**info.flags, "problem": info.problem}
+
+
+def _resolve_setup(output_dir):
+  """(problem, hparams, data_dir, the saved run's flags or {}), from the flags
+  and any saved run."""
+  saved = _saved_run(output_dir)
+  problem_name = FLAGS.problem or saved.get("problem")
+  data_dir = _expand(FLAGS.data_dir or saved.get("data_dir"))
+  if not problem_name or not data_dir:
+    raise UserError("--problem and --data_dir are required (a restart may "
+                    "leave them out: they are read from run.json).")
+  if saved and problem_name != saved["problem"]:
+    raise UserError(f"{output_dir} holds a run of --problem="
+                    f"{saved['problem']}, not {problem_name}; use another "
+                    "--output_dir.")
+  problem = problem_lib.get_problem(problem_name)
+  try:
+    hp = trainer_lib.resolve_hparams(output_dir, FLAGS.hparams_set,
+                                     FLAGS.hparams, FLAGS.train_steps)
+  except trainer_lib.HParamsConflictError:
+    raise
+  except (ValueError, TypeError) as error:
+    raise UserError(str(error)) from None
+  return problem, hp, data_dir, saved
+
+
+def _train(output_dir):
+  # Names and hparams are checked before TensorFlow starts (fast failures).
+  problem, hp, data_dir, saved = _resolve_setup(output_dir)
+  strategy = strategy_lib.make_strategy(FLAGS.worker_gpu)
+  chief = strategy_lib.is_chief(strategy)
+  if FLAGS.random_seed is not None:
+    import keras
+    keras.utils.set_random_seed(FLAGS.random_seed)
+  if FLAGS.generate_data:
+    if chief:
+      problem.generate_data(data_dir, _expand(FLAGS.tmp_dir),
+                            raw_data_dir=_expand(FLAGS.raw_data_dir))
+    strategy_lib.any_worker(strategy, True)  # others wait for the data
+  vocab = problem.vocabulary(data_dir)
+  if chief:
+    recorded = {name: FLAGS[name].value for name in _RECORDED_FLAGS}
+    # What a restart without --problem/--data_dir/--hparams_set falls back on.
+    recorded.update(problem=problem.name, data_dir=data_dir,
+                    output_dir=output_dir,
+                    hparams_set=FLAGS.hparams_set or saved.get("hparams_set"))
+    run_dir.write_run_info(output_dir, hp, problem.name, vocab.size,
+                           problem.vocab_file(data_dir), flags=recorded)
+  config = trainer_lib.TrainConfig(
+      output_dir=output_dir, train_steps=hp.train_steps,
+      schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,
+      local_eval_frequency=FLAGS.local_eval_frequency,
+      save_checkpoints_secs=FLAGS.save_checkpoints_secs,
+      keep_checkpoint_max=FLAGS.keep_checkpoint_max, xla=FLAGS.xla,
+      mixed_precision=FLAGS.mixed_precision,
+      log_every_steps=_LOG_EVERY_STEPS)
+
+  def make_dataset(split, training):
+    return problem.distributed_dataset(strategy, data_dir, split, hp, training,
+                                       seed=FLAGS.random_seed)
+
+  trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset)
+  if FLAGS.schedule == "evaluate":
+    if not trainer.restored_from:
+      raise UserError(f"--schedule=evaluate: no checkpoint in {output_dir}.")
+    metrics = trainer.evaluate()
+  else:
+    metrics = trainer.train()
+  if metrics and chief:
+    print(f"step {metrics['step']}: dev loss {metrics['loss']:.4f}, "
+          f"accuracy {metrics['accuracy']:.4f}, sequence_accuracy "
+          f"{metrics['sequence_accuracy']:.4f} ({metrics['sequences']} "
+          "sequences, teacher-forced)")
+  if FLAGS.export_saved_model and chief:
+    _export_saved_model(output_dir)
+
+
+def _export_saved_model(output_dir):
+  """--export_saved_model (issue 6), after training."""
+  from t2tlite.export.exporter import export_saved_model
+  path = export_saved_model(output_dir)
+  logging.info("Exported the SavedModel %s", path)
+  print(f"exported {path}")
+
+
+def _run(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+  logging.set_verbosity(logging.INFO)
+  try:
+    common_flags.load_plugins()
+    if FLAGS.registry_help:
+      print(registry_help())
+      return 0
+    if not FLAGS.output_dir:
+      raise UserError("--output_dir is required.")
+    _train(_expand(FLAGS.output_dir))
+  except (UserError, registry.RegistryError, problem_lib.DataError,
+          FileNotFoundError, trainer_lib.HParamsConflictError,
+          trainer_lib.NonFiniteLossError) as error:
+    sys.stderr.write(f"t2t-trainer: error: {error}\n")
+    return 1
+  return 0
+
+
+def main():
+  console.run(_run, __name__)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,133 @@
+"""Writes a trained run as a SavedModel in the layout TF Serving watches.
+
+    EXPORT_DIR/            default OUTPUT_DIR/export
+      1/                   one version per export, increasing integers
+        saved_model.pb, variables/, assets.extra/t2tlite_export.json
+      2/ ...
+
+TF Serving (--model_base_path=EXPORT_DIR) serves the highest version and picks
+up new ones as they appear; it only considers folders named by an integer, so
+an export is written to a "temp-..." folder beside them and renamed when
+complete (a failed export leaves no version folder behind).
+"""
+import json
+import os
+import uuid
+
+import tensorflow as tf
+
+from t2tlite import run_dir
+from t2tlite.data.vocab import Vocabulary
+from t2tlite.decode.decoding import DecodeHParams
+from t2tlite.export.serving_module import ServingModule
+
+EXPORT_SUBDIR = "export"
+METADATA_FILE = os.path.join("assets.extra", "t2tlite_export.json")
+# Ops that run Python or need XLA: stock TF Serving has neither.
+_PYTHON_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
+_TF_TEXT_OP_PREFIXES = ("Sentencepiece",)
+
+
+def versions(export_dir):
+  """Sorted integer versions already in export_dir (missing folder: [])."""
+  if not tf.io.gfile.isdir(export_dir):
+    return []
+  return sorted(int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_dir)
+                if name.rstrip("/").isdigit())
+
+
+def saved_model_ops(saved_model_dir):
+  """Every op type in a SavedModel's graphs and function library (a set)."""
+  from tensorflow.core.protobuf import saved_model_pb2
+  proto = saved_model_pb2.SavedModel()
+  with tf.io.gfile.GFile(os.path.join(saved_model_dir, "saved_model.pb"),
+                         "rb") as f:
+    proto.ParseFromString(f.read())
+  ops = set()
+  for meta_graph in proto.meta_graphs:
+    graph = meta_graph.graph_def
+    ops.update(node.op for node in graph.node)
+    for function in graph.library.function:
+      ops.update(node.op for node in function.node_def)
+  return ops
+
+
+def check_serving_ops(saved_model_dir):
+  """Raises ValueError unless every op is a TensorFlow core op (tf.raw_ops)
+  or a tensorflow-text sentencepiece op, with no Python or XLA-only op."""
+  ops = saved_model_ops(saved_model_dir)
+  core = set(dir(tf.raw_ops))
+  bad = sorted(op for op in ops
+               if op in _PYTHON_OPS or op.startswith("Xla") or (
+                   op not in core and not op.startswith(_TF_TEXT_OP_PREFIXES)))
+  if bad:
+    raise ValueError(
+        f"{saved_model_dir}: ops TF Serving may lack (Python, XLA-only or "
+        f"neither TensorFlow core nor tensorflow-text): {', '.join(bad)}")
+  return ops
+
+
+def _decode_hparams(decode_hparams):
+  if decode_hparams is None:
+    return DecodeHParams()
+  if isinstance(decode_hparams, str):
+    return DecodeHParams.parse(decode_hparams)
+  return decode_hparams
+
+
+def _publish(tmp, export_dir):
+  """Renames the complete export `tmp` to the next free version folder."""
+  while True:
+    version = (versions(export_dir) or [0])[-1] + 1
+    path = os.path.join(export_dir, str(version))
+    try:
+      # A rename onto an existing (non-empty) version fails: another export
+      # took that number meanwhile; try the next one.
+      tf.io.gfile.rename(tmp, path, overwrite=False)
+      return path
+    except (tf.errors.AlreadyExistsError, tf.errors.FailedPreconditionError,
+            OSError):
+      if not tf.io.gfile.exists(path):
+        raise
+
+
+def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
+                       decode_hparams=None):
+  """Exports a trained run for TF Serving.
+
+  Args:
+    output_dir: the training folder (hparams.json, run.json, vocab.model,
+      checkpoints), see t2tlite.run_dir.
+    export_dir: where version folders go; default OUTPUT_DIR/export.
+    checkpoint_path: a checkpoint prefix or folder (e.g. OUTPUT_DIR/averaged);
+      default the newest checkpoint in output_dir.
+    decode_hparams: DecodeHParams, a "beam_size=4,alpha=0.6" string or None
+      (defaults); fixed in the exported graph.
+  Returns:
+    The new version folder, EXPORT_DIR/<version>.
+  Raises:
+    FileNotFoundError: no trained run or checkpoint (names the folder).
+    ValueError: bad decode hparams, or an op TF Serving may lack.
+  """
+  hp = _decode_hparams(decode_hparams)
+  model, info, checkpoint = run_dir.load_trained_model(output_dir,
+                                                       checkpoint_path)
+  vocab = Vocabulary.from_file(info.vocab_file)
+  module = ServingModule(model, vocab, hp)
+  export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
+  tf.io.gfile.makedirs(export_dir)
+  tmp = os.path.join(export_dir, f"temp-{uuid.uuid4().hex}")
+  try:
+    tf.saved_model.save(module, tmp, signatures=module.signatures())
+    check_serving_ops(tmp)
+    metadata = {"checkpoint": checkpoint, "problem": info.problem,
+                "decode_hparams": vars(hp),
+                "max_input_length": module.max_input_length,
+                "vocab_size": vocab.size}
+    tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
+    run_dir.atomic_write_text(os.path.join(tmp, METADATA_FILE),
+                              json.dumps(metadata, indent=2, sort_keys=True))
+    return _publish(tmp, export_dir)
+  finally:
+    if tf.io.gfile.exists(tmp):
+      tf.io.gfile.rmtree(tmp)

@@ -1,0 +1,172 @@
+"""The tf.Module an export saves: tokenizer and search inside one graph.
+
+Signatures (TF Serving's signature_name; both take the input key "inputs"
+and return the keys "outputs" and "scores"):
+
+    serving_default  inputs tf.string [batch], raw UTF-8 text
+                     -> outputs tf.string [batch] detokenized text,
+                        scores float32 [batch]
+    translate_ids    inputs int32 [batch, len], ids 0-padded, each row
+                     ending with EOS (1)
+                     -> outputs int32 [batch, out_len] ids ending with EOS,
+                        0-padded; scores float32 [batch]
+
+With the decode hparam return_beams, outputs and scores gain a beam axis
+after the batch axis (best first). Scores are those of t2t-decoder: beam
+search's length-penalised log-probability (greedy: the log-probability).
+
+Input rules, applied in the graph so that no request fails:
+  * text is made valid UTF-8 first: invalid bytes become U+FFFD;
+  * ids outside [0, vocab_size) become UNK (2); a row ends at its first EOS;
+  * an input longer than max_input_length - 1 tokens keeps its first
+    max_input_length - 1 tokens, then EOS is appended, so the encoder never
+    sees more than max_input_length (= hparams.max_length) positions;
+  * empty or blank text gives "" with score 0; an id row without tokens
+    gives a row of 0s with score 0;
+  * a batch of 0 inputs gives 0 outputs.
+Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
+both); nothing runs Python at serving time.
+"""
+import tensorflow as tf
+
+from t2tlite import run_dir
+from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
+from t2tlite.decode import decoding
+
+TEXT_SIGNATURE = "serving_default"
+IDS_SIGNATURE = "translate_ids"
+INPUT_KEY = "inputs"
+
+
+def valid_utf8(strings):
+  """tf.string [...] with invalid UTF-8 replaced by U+FFFD (same shape)."""
+  return tf.strings.unicode_transcode(
+      strings, input_encoding="UTF-8", output_encoding="UTF-8",
+      errors="replace", replacement_char=0xFFFD)
+
+
+def truncate_and_end(tokens, max_input_length):
+  """Ragged tokens (no EOS) -> model inputs with EOS, at most max length.
+
+  Args:
+    tokens: int32 RaggedTensor [batch, None].
+    max_input_length: int >= 2, positions the encoder may see.
+  Returns:
+    int32 [batch, <= max_input_length]: the first max_input_length - 1
+    tokens of each row, then EOS, 0-padded.
+  """
+  tokens = tokens[:, :max_input_length - 1]
+  eos = tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tokens.dtype))
+  return tf.concat([tokens, eos], axis=1).to_tensor(default_value=PAD_ID)
+
+
+def clean_ids(ids, vocab_size):
+  """Client ids [batch, len] -> int32 RaggedTensor of the tokens before each
+  row's first EOS, padding dropped, out-of-range ids replaced by UNK."""
+  ids = tf.where((ids < 0) | (ids >= vocab_size), UNK_ID, ids)
+  before_eos = tf.math.cumsum(tf.cast(ids == EOS_ID, tf.int32), axis=1) == 0
+  return tf.ragged.boolean_mask(ids, before_eos & (ids != PAD_ID))
+
+
+def _zero_where(empty, x):
+  """x [batch, ...] with the rows where empty [batch] is true set to 0."""
+  empty = tf.reshape(empty, [-1] + [1] * (x.shape.rank - 1))
+  return tf.where(empty, tf.zeros_like(x), x)
+
+
+class _TruncatingVocab:
+  """A Vocabulary whose encode keeps at most `max_tokens` tokens a row, so
+  that `decoding.decode_strings` (which appends EOS) stays within the limit."""
+
+  def __init__(self, vocab, max_tokens):
+    self.vocab, self.max_tokens = vocab, max_tokens
+
+  def encode(self, strings):
+    return self.vocab.encode(strings)[:, :self.max_tokens]
+
+  def decode(self, ids):
+    return self.vocab.decode(ids)
+
+
+def translate_text(model, vocab, hp, max_input_length, inputs):
+  """Text in, text out (the serving_default signature).
+
+  Args:
+    model: a Transformer; vocab: its Vocabulary; hp: DecodeHParams.
+    max_input_length: longest model input in tokens, EOS included.
+    inputs: tf.string [batch].
+  Returns:
+    {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
+  """
+  text = valid_utf8(inputs)
+  truncating = _TruncatingVocab(vocab, max_input_length - 1)
+  result = decoding.decode_strings(model, truncating, text, hp)
+  blank = tf.equal(tf.strings.strip(text), "")
+  # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
+  # need valid JSON strings.
+  return {"outputs": valid_utf8(result["outputs"]),
+          "scores": _zero_where(blank, result["scores"])}
+
+
+def translate_ids(model, vocab_size, hp, max_input_length, inputs):
+  """Ids in, ids out (the translate_ids signature).
+
+  Args:
+    inputs: int32 [batch, len], 0-padded rows ending with EOS.
+    (others as in `translate_text`; vocab_size: ids at or above it are UNK)
+  Returns:
+    {"outputs": int32 [batch(, beam), out_len], "scores": float32
+    [batch(, beam)]}.
+  """
+  tokens = clean_ids(inputs, vocab_size)
+  ids = truncate_and_end(tokens, max_input_length)
+  result = decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
+                               hp.extra_length, hp.return_beams)
+  empty = tf.equal(tokens.row_lengths(), 0)
+  return {"outputs": _zero_where(empty, result["outputs"]),
+          "scores": _zero_where(empty, result["scores"])}
+
+
+class ServingModule(tf.Module):
+  """Model weights + vocabulary + the two serving functions.
+
+  The Keras model is not an attribute (SavedModel would trace Keras's own
+  default signature for it): the functions close over it, and the
+  tf.Variables under its Keras variables are tracked in `model_weights`.
+  (Tracking the Keras variables instead saves a second, copied variable for
+  each, which TF1-style loaders such as TF Serving and saved_model_cli never
+  restore: "Could not find variable ...".)
+
+  Args:
+    model: a trained Transformer.
+    vocab: its `t2tlite.data.vocab.Vocabulary` (a tf.Module holding the
+      tensorflow-text SentencepieceTokenizer, whose sentencepiece model bytes
+      are saved in the graph).
+    hp: `decoding.DecodeHParams`, fixed in the graph (batch_size is unused:
+      clients batch).
+    max_input_length: longest input in tokens with EOS; default
+      model.max_length (hparams.max_length).
+  """
+
+  def __init__(self, model, vocab, hp, max_input_length=None, name=None):
+    super().__init__(name=name)
+    self.model_weights = {path: variable.value for path, variable
+                          in run_dir.model_variables(model).items()}
+    self.vocab = vocab
+    self.max_input_length = int(max_input_length or model.max_length)
+    if self.max_input_length < 2:
+      raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
+                       "(one token and EOS)")
+    length = self.max_input_length
+    self.translate_text = tf.function(
+        lambda inputs: translate_text(model, vocab, hp, length, inputs),
+        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)])
+    self.translate_ids = tf.function(
+        lambda inputs: translate_ids(model, vocab.size, hp, length, inputs),
+        input_signature=[tf.TensorSpec([None, None], tf.int32,
+                                       name=INPUT_KEY)])
+
+  def signatures(self):
+    """{signature name: concrete function} for tf.saved_model.save."""
+    return {TEXT_SIGNATURE: self.translate_text.get_concrete_function(),
+            IDS_SIGNATURE: self.translate_ids.get_concrete_function()}

@@ -1,0 +1,474 @@
+"""The training loop: distributed steps, checkpoints, summaries, evaluation.
+
+One optimizer update ("step"):
+  each replica takes `gradient_accumulation_steps` batches of at most
+  `batch_size` padded tokens, sums the label-smoothed cross-entropy of their
+  real target tokens and divides by the number of real target tokens in the
+  whole step (all replicas, all accumulated batches); the gradients are summed
+  over the accumulated batches and all-reduced (summed) over replicas. So the
+  update is that of one big batch's per-token mean loss, whatever the split
+  into replicas and accumulation steps.
+
+`Trainer` holds the model, optimizer and checkpoint manager of an output_dir;
+`Trainer.train()` trains up to `train_steps`, evaluating and checkpointing on
+the way, and `Trainer.evaluate()` computes teacher-forced metrics on a split.
+"""
+import dataclasses
+import json
+import math
+import os
+import time
+
+from absl import logging
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from t2tlite import run_dir
+from t2tlite.hparams_lib import HParams, create_hparams
+from t2tlite.models.transformer import build_model
+from t2tlite.train import strategy as strategy_lib
+from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
+from t2tlite.train.schedules import build_optimizer
+
+SCHEDULES = ("train", "train_and_evaluate", "evaluate")
+MIXED_PRECISION = {None: None, "bfloat16": "mixed_bfloat16",
+                   "float16": "mixed_float16"}
+EVAL_RESULTS_FILE = "eval_results.json"
+EVAL_SUBDIR = "eval"
+_SUM = tf.distribute.ReduceOp.SUM
+_MEAN = tf.distribute.ReduceOp.MEAN
+# What tensorboard's tf.summary.scalar writes, without needing the tensorboard
+# package at training time (TensorFlow 2.21 does not install it).
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+    data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """How to run training (the trainer's flags, as plain values).
+
+  Attributes:
+    output_dir: checkpoints, summaries and run files.
+    train_steps: optimizer updates to reach (a restart continues up to it).
+    schedule: "train", "train_and_evaluate" or "evaluate" (the latest
+      checkpoint, once).
+    eval_steps: evaluation batches (per replica) at most; <= 0 = whole split.
+    local_eval_frequency: evaluate every this many steps in
+      train_and_evaluate (and at the end); <= 0 = only at the end.
+    save_checkpoints_secs: checkpoint at least this often (and at the end).
+    keep_checkpoint_max: checkpoints kept (older ones are deleted).
+    xla: compile the per-replica computation with XLA.
+    mixed_precision: None, "bfloat16" or "float16" (with loss scaling).
+    log_every_steps: console and summary frequency.
+    eval_split: the split evaluated.
+  """
+  output_dir: str
+  train_steps: int
+  schedule: str = "train_and_evaluate"
+  eval_steps: int = 100
+  local_eval_frequency: int = 1000
+  save_checkpoints_secs: float = 600.0
+  keep_checkpoint_max: int = 20
+  xla: bool = False
+  mixed_precision: str | None = None
+  log_every_steps: int = 100
+  eval_split: str = "dev"
+
+  def __post_init__(self):
+    if self.schedule not in SCHEDULES:
+      raise ValueError(f"schedule={self.schedule!r}: expected one of "
+                       f"{', '.join(SCHEDULES)}")
+    if self.mixed_precision not in MIXED_PRECISION:
+      raise ValueError(f"mixed_precision={self.mixed_precision!r}: expected "
+                       "bfloat16 or float16 (or none)")
+    for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
+      if getattr(self, name) <= 0:
+        raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+
+class NonFiniteLossError(RuntimeError):
+  """The training loss became NaN or infinite; nothing was saved after it."""
+
+
+class HParamsConflictError(ValueError):
+  """A restart asked for hparams different from those the run was started with."""
+
+
+def resolve_hparams(output_dir, hparams_set=None, overrides="",
+                    train_steps=None):
+  """The hparams of a run: those saved in output_dir, or the requested ones.
+
+  On a restart (output_dir holds hparams.json), the saved hparams are used; a
+  requested set and overrides must give the same values. `train_steps` (the
+  --train_steps flag) may change on a restart, to train a run further.
+
+  Raises:
+    HParamsConflictError: the requested hparams differ from the saved ones.
+    ValueError: no saved hparams and no hparams_set.
+  """
+  path = os.path.join(output_dir, run_dir.HPARAMS_FILE)
+  saved = None
+  if tf.io.gfile.exists(path):
+    with tf.io.gfile.GFile(path) as f:
+      saved = HParams.from_json(f.read())
+  requested = None
+  if hparams_set:
+    requested = create_hparams(hparams_set, overrides)
+  elif overrides and saved is not None:  # overrides of the saved hparams
+    requested = saved.override(overrides)
+  if requested is None and saved is None:
+    raise ValueError(f"--hparams_set is required: {output_dir} holds no "
+                     f"{run_dir.HPARAMS_FILE} to continue from.")
+  if requested is not None and saved is not None:
+    differ = [f"{k}: saved {v!r}, requested {requested.to_dict()[k]!r}"
+              for k, v in saved.to_dict().items()
+              if k != "train_steps" and requested.to_dict()[k] != v]
+    if differ:
+      raise HParamsConflictError(
+          f"{output_dir} was trained with other hparams than requested "
+          f"(--hparams_set={hparams_set or '(the saved one)'} --hparams="
+          f"{overrides!r}):\n  " +
+          "\n  ".join(differ) +
+          f"\nTo continue the run, leave out --hparams_set/--hparams (the "
+          f"saved {run_dir.HPARAMS_FILE} is used); to train with the new "
+          f"values, use another --output_dir.")
+  hp = saved or requested
+  return hp.replace(train_steps=train_steps) if train_steps else hp
+
+
+def _dense(grad, variable):
+  if grad is None:
+    return tf.zeros_like(variable)
+  return tf.convert_to_tensor(grad)
+
+
+def _sum_dicts(a, b):
+  return {k: a[k] + b[k] for k in a}
+
+
+def _let_trainer_all_reduce(optimizer):
+  """Stops a Keras 3 optimizer from all-reducing gradients itself.
+
+  The trainer all-reduces them before `apply_gradients` (to log the global
+  gradient norm, and so that a float16 LossScaleOptimizer checks the same
+  gradients on every replica). Keras 3 has no `experimental_aggregate_
+  gradients=False` (keras-team/keras#19308), so the TF backend's summing hook
+  is replaced on this instance by the identity.
+  """
+  if not hasattr(optimizer, "_all_reduce_sum_gradients"):
+    raise RuntimeError("This Keras version's optimizer has no "
+                       "_all_reduce_sum_gradients; the trainer needs updating.")
+  optimizer._all_reduce_sum_gradients = lambda grads_and_vars: grads_and_vars
+
+
+class Trainer:
+  """Trains and evaluates one run.
+
+  Args:
+    hp: HParams of the model, optimizer and batches.
+    config: TrainConfig.
+    strategy: a tf.distribute.Strategy (see `t2tlite.train.strategy`).
+    vocab_size: shared vocabulary size.
+    make_dataset: `(split, training) -> tf.distribute.DistributedDataset` of
+      {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
+      per replica; training datasets should repeat (a finite one restarts).
+  """
+
+  def __init__(self, hp, config, strategy, vocab_size, make_dataset):
+    self.hp, self.config, self.strategy = hp, config, strategy
+    self.make_dataset = make_dataset
+    self.chief = strategy_lib.is_chief(strategy)
+    self.multi_worker = strategy_lib.is_multi_worker(strategy)
+    with strategy.scope():
+      self.model = build_model(hp, vocab_size,
+                               dtype=MIXED_PRECISION[config.mixed_precision])
+      self.base_optimizer = build_optimizer(hp)
+      self.optimizer = (
+          keras.optimizers.LossScaleOptimizer(self.base_optimizer)
+          if config.mixed_precision == "float16" else self.base_optimizer)
+      self.optimizer.build(self.model.trainable_variables)
+    _let_trainer_all_reduce(self.base_optimizer)
+    # The base optimizer (not a LossScaleOptimizer wrapper) is checkpointed, so
+    # a run can resume with or without --mixed_precision=float16.
+    self.checkpoint = run_dir.make_checkpoint(self.model, self.base_optimizer)
+    directory = config.output_dir
+    if not self.chief:  # other workers write, then delete, a private copy
+      directory = os.path.join(
+          config.output_dir, f"worker_tmp_{strategy_lib.task_id(strategy)}")
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
+    self.restored_from = None
+    latest = tf.train.latest_checkpoint(config.output_dir)
+    if latest:
+      self.checkpoint.restore(latest).assert_existing_objects_matched()
+      self.restored_from = latest
+    self._saved_step = self.step if latest else None
+    # XLA compiles the per-replica forward and backward pass. Evaluation is not
+    # compiled: inside its while loop, XLA on several replicas reads variables
+    # from the wrong device ("Trying to access resource ... located in device").
+    self._micro_step = tf.function(self._micro_step_fn,
+                                   jit_compile=config.xla)
+    self._train_step = tf.function(self._train_step_fn)
+    self._eval_loop = tf.function(self._eval_loop_fn)
+    self._writers = {}
+
+  @property
+  def step(self):
+    """Optimizer updates applied so far."""
+    return int(self.optimizer.iterations.numpy())
+
+  def next_learning_rate(self):
+    """The rate of the next update (eq. (3) at step + 1)."""
+    return float(self.optimizer.learning_rate.numpy())
+
+  # ---- the distributed train step -------------------------------------------
+
+  def _micro_step_fn(self, batch, denominator):
+    """Gradients of one batch's share of the step loss (per replica)."""
+    targets = batch["targets"]
+    with tf.GradientTape() as tape:
+      logits = self.model(batch, training=True)
+      smoothed, nll, weights = smoothed_cross_entropy(
+          logits, targets, self.hp.label_smoothing)
+      loss = tf.reduce_sum(smoothed) / denominator
+      if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+        loss = self.optimizer.scale_loss(loss)
+    variables = self.model.trainable_variables
+    grads = [_dense(g, v) for g, v in
+             zip(tape.gradient(loss, variables), variables)]
+    sums = {"loss": tf.reduce_sum(smoothed), "nll": tf.reduce_sum(nll),
+            "target_tokens": tf.reduce_sum(weights),
+            "source_tokens": tf.reduce_sum(
+                tf.cast(batch["inputs"] != 0, tf.float32))}
+    return grads, sums
+
+  def _replica_train_step(self, batches):
+    context = tf.distribute.get_replica_context()
+    local_tokens = tf.add_n([tf.reduce_sum(tf.cast(b["targets"] != 0,
+                                                   tf.float32))
+                             for b in batches])
+    denominator = tf.maximum(context.all_reduce(_SUM, local_tokens), 1.0)
+    learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)
+    grads = sums = None
+    for batch in batches:
+      if grads is not None:  # one batch at a time: bounded activation memory
+        with tf.control_dependencies(grads):
+          batch = tf.nest.map_structure(tf.identity, batch)
+      batch_grads, batch_sums = self._micro_step(batch, denominator)
+      grads = batch_grads if grads is None else [
+          a + b for a, b in zip(grads, batch_grads)]
+      sums = batch_sums if sums is None else _sum_dicts(sums, batch_sums)
+    grads = context.all_reduce(_SUM, grads)
+    grad_norm = tf.linalg.global_norm(grads)
+    if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
+      grad_norm /= tf.cast(self.optimizer.dynamic_scale, tf.float32)
+    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+    return sums, {"grad_norm": grad_norm, "learning_rate": learning_rate}
+
+  def _train_step_fn(self, iterator):
+    batches = tuple(next(iterator)
+                    for _ in range(self.hp.gradient_accumulation_steps))
+    sums, same = self.strategy.run(self._replica_train_step, args=(batches,))
+    out = {k: self.strategy.reduce(_SUM, v, axis=None) for k, v in sums.items()}
+    out.update({k: self.strategy.reduce(_MEAN, v, axis=None)
+                for k, v in same.items()})
+    return out
+
+  # ---- evaluation ------------------------------------------------------------
+
+  def _eval_replica_fn(self, batch):
+    targets = batch["targets"]
+    logits = self.model(batch, training=False)
+    smoothed, nll, weights = smoothed_cross_entropy(logits, targets,
+                                                    self.hp.label_smoothing)
+    correct, _ = token_accuracy(logits, targets)
+    row_tokens = tf.reduce_sum(weights, axis=1)
+    row_correct = tf.reduce_sum(correct, axis=1)
+    return {"loss": tf.reduce_sum(smoothed), "nll": tf.reduce_sum(nll),
+            "tokens": tf.reduce_sum(weights),
+            "correct_tokens": tf.reduce_sum(correct),
+            "sequences": tf.reduce_sum(tf.cast(row_tokens > 0, tf.float32)),
+            "correct_sequences": tf.reduce_sum(tf.cast(
+                (row_tokens > 0) & (row_correct == row_tokens), tf.float32))}
+
+  def _eval_loop_fn(self, iterator, max_batches):
+    keys = ("loss", "nll", "tokens", "correct_tokens", "sequences",
+            "correct_sequences")
+    totals = {k: tf.constant(0.0) for k in keys}
+    for _ in tf.range(max_batches):
+      optional = iterator.get_next_as_optional()
+      if not optional.has_value():
+        break
+      per_replica = self.strategy.run(self._eval_replica_fn,
+                                      args=(optional.get_value(),))
+      totals = _sum_dicts(totals, {
+          k: self.strategy.reduce(_SUM, per_replica[k], axis=None)
+          for k in keys})
+    return totals
+
+  def evaluate(self, split=None):
+    """Teacher-forced metrics of the current weights on a split.
+
+    Returns:
+      {"step", "loss" (label-smoothed, per token), "nll", "perplexity",
+      "accuracy" (per token), "sequence_accuracy" (every token of the target
+      right), "tokens", "sequences"}; also written as summaries under
+      output_dir/eval and to output_dir/eval_results.json.
+    """
+    split = split or self.config.eval_split
+    start = time.time()
+    max_batches = self.config.eval_steps if self.config.eval_steps > 0 else (
+        2**31 - 1)
+    iterator = iter(self.make_dataset(split, False))
+    totals = {k: float(v) for k, v in
+              self._eval_loop(iterator, tf.constant(max_batches)).items()}
+    tokens, sequences = max(totals["tokens"], 1.0), max(totals["sequences"],
+                                                         1.0)
+    step = self.step
+    metrics = {
+        "step": step, "split": split,
+        "loss": totals["loss"] / tokens, "nll": totals["nll"] / tokens,
+        "perplexity": math.exp(min(totals["nll"] / tokens, 50.0)),
+        "accuracy": totals["correct_tokens"] / tokens,
+        "sequence_accuracy": totals["correct_sequences"] / sequences,
+        "tokens": int(totals["tokens"]), "sequences": int(totals["sequences"]),
+    }
+    logging.info(
+        "eval %s at step %d: loss %.4f  nll %.4f  accuracy %.4f  "
+        "sequence_accuracy %.4f  (%d sequences, %.1fs)", split, step,
+        metrics["loss"], metrics["nll"], metrics["accuracy"],
+        metrics["sequence_accuracy"], metrics["sequences"],
+        time.time() - start)
+    self._summaries(EVAL_SUBDIR, step, {
+        k: metrics[k] for k in ("loss", "nll", "accuracy",
+                                "sequence_accuracy")})
+    if self.chief:
+      run_dir.atomic_write_text(
+          os.path.join(self.config.output_dir, EVAL_RESULTS_FILE),
+          json.dumps(metrics, indent=2, sort_keys=True))
+    return metrics
+
+  # ---- checkpoints and summaries --------------------------------------------
+
+  def save(self):
+    """Writes a checkpoint numbered by the step (every worker must call it)."""
+    step = self.step
+    path = self.manager.save(checkpoint_number=step)
+    self._saved_step = step
+    if self.chief:
+      logging.info("Saved checkpoint %s", path)
+    else:
+      tf.io.gfile.rmtree(self.manager.directory)
+    return path
+
+  def _summaries(self, subdir, step, scalars):
+    if not self.chief:
+      return
+    if subdir not in self._writers:
+      self._writers[subdir] = tf.summary.create_file_writer(
+          os.path.join(self.config.output_dir, subdir))
+    with self._writers[subdir].as_default(step=step):
+      for name, value in scalars.items():
+        tf.summary.write(name, tf.constant(value, tf.float32),
+                         metadata=_SCALAR_METADATA)
+    self._writers[subdir].flush()
+
+  # ---- the loop --------------------------------------------------------------
+
+  def train(self):
+    """Trains up to train_steps, evaluating if the schedule says so.
+
+    Returns:
+      The last evaluation metrics ({} when the schedule is "train").
+    Raises:
+      NonFiniteLossError: the loss became NaN or infinite (the last good
+        checkpoint is left as it was).
+    """
+    config, start_step = self.config, self.step
+    evaluate = config.schedule == "train_and_evaluate"
+    if self.restored_from:
+      logging.info("Resumed from %s at step %d (next learning rate %.4g)",
+                   self.restored_from, start_step, self.next_learning_rate())
+    logging.info(
+        "Training to step %d on %d replica(s), %d x %d padded tokens per "
+        "replica per step.", config.train_steps,
+        self.strategy.num_replicas_in_sync,
+        self.hp.gradient_accumulation_steps, self.hp.batch_size)
+    metrics, step, last_eval = {}, start_step, None
+    iterator = iter(self.make_dataset("train", True))
+    last_save = time.time()
+    window = _Window(step)
+    while step < config.train_steps:
+      try:
+        out = self._train_step(iterator)
+      except tf.errors.OutOfRangeError:  # a finite training set: next epoch
+        iterator = iter(self.make_dataset("train", True))
+        continue
+      out = {k: float(v) for k, v in out.items()}
+      step = self.step
+      loss = out["loss"] / max(out["target_tokens"], 1.0)
+      if not math.isfinite(loss) or not math.isfinite(out["nll"]):
+        raise NonFiniteLossError(
+            f"Step {step}: the training loss is {loss}. Stopping without "
+            f"saving; the last good checkpoint "
+            f"({self.manager.latest_checkpoint or 'none yet'}) is intact. "
+            "Lower learning_rate_scale, raise warmup_steps, or use "
+            "--mixed_precision=bfloat16 rather than float16.")
+      window.add(out)
+      if step % config.log_every_steps == 0 or step == config.train_steps:
+        self._log_progress(step, window)
+        window = _Window(step)
+      if evaluate and config.local_eval_frequency > 0 and (
+          step % config.local_eval_frequency == 0):
+        metrics, last_eval = self.evaluate(), step
+      if strategy_lib.any_worker(
+          self.strategy,
+          time.time() - last_save >= config.save_checkpoints_secs):
+        self.save()
+        last_save = time.time()
+    if self._saved_step != step:
+      self.save()
+    if evaluate and last_eval != step:
+      metrics = self.evaluate()
+    return metrics
+
+  def _log_progress(self, step, window):
+    stats = window.stats(step)
+    logging.info(
+        "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
+        "%.2f steps/s  %.0f tokens/s", step, self.config.train_steps,
+        stats["loss"], stats["nll"], stats["learning_rate"],
+        stats["grad_norm"], stats["steps_per_sec"], stats["tokens_per_sec"])
+    self._summaries("", step, stats)
+
+
+class _Window:
+  """Training statistics accumulated between two progress lines."""
+
+  def __init__(self, step):
+    self.first_step, self.start = step, time.time()
+    self.totals = {}
+    self.count = 0
+    self.last = {}
+
+  def add(self, out):
+    for key in ("loss", "nll", "target_tokens", "source_tokens", "grad_norm"):
+      self.totals[key] = self.totals.get(key, 0.0) + out[key]
+    self.count += 1
+    self.last = out
+
+  def stats(self, step):
+    seconds = max(time.time() - self.start, 1e-9)
+    steps = max(step - self.first_step, 1)
+    tokens = max(self.totals["target_tokens"], 1.0)
+    return {
+        "loss": self.totals["loss"] / tokens,
+        "nll": self.totals["nll"] / tokens,
+        "learning_rate": self.last["learning_rate"],
+        "grad_norm": self.totals["grad_norm"] / max(self.count, 1),
+        "steps_per_sec": steps / seconds,
+        "tokens_per_sec": (self.totals["target_tokens"] +
+                           self.totals["source_tokens"]) / seconds,
+    }

@@ -1,0 +1,78 @@
+"""Checkpoint averaging gives the element-wise mean of the model variables."""
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import t2tlite
+from t2tlite import run_dir
+from t2tlite.train import averaging
+from t2tlite.train.schedules import build_optimizer
+import train_helpers
+
+
+@pytest.fixture(scope="module")
+def three_checkpoints(tmp_path_factory):
+  """(output_dir, {step: [weight values]}): a run dir with checkpoints at steps
+  10, 20, 30 whose weights are random, saved as the trainer saves them."""
+  output_dir = str(tmp_path_factory.mktemp("run"))
+  hp = t2tlite.create_hparams(
+      "transformer_tiny", train_helpers.TINY_HPARAMS + ",max_length=16")
+  vocab = os.path.join(output_dir, "source.model")
+  with open(vocab, "w") as f:
+    f.write("not a real sentencepiece model; only copied")
+  run_dir.write_run_info(output_dir, hp, "algorithmic_reverse", 20, vocab)
+  model = t2tlite.build_model(hp, 20)
+  optimizer = build_optimizer(hp)
+  optimizer.build(model.trainable_variables)
+  manager = tf.train.CheckpointManager(
+      run_dir.make_checkpoint(model, optimizer), output_dir, max_to_keep=5)
+  rng = np.random.RandomState(0)
+  saved = {}
+  for step in (10, 20, 30):
+    for weight in model.weights:
+      weight.assign(rng.normal(size=weight.shape).astype("float32"))
+    saved[step] = [w.numpy() for w in model.weights]
+    manager.save(checkpoint_number=step)
+  return output_dir, saved
+
+
+def test_average_of_three_checkpoints_is_the_elementwise_mean(
+    three_checkpoints):
+  output_dir, saved = three_checkpoints
+  prefix = averaging.average_checkpoints(output_dir, 3)
+  assert prefix == os.path.join(output_dir, "averaged", "ckpt-30")
+  model, info, path = run_dir.load_trained_model(
+      output_dir, checkpoint_path=os.path.join(output_dir, "averaged"))
+  assert path == prefix and info.problem == "algorithmic_reverse"
+  assert len(model.weights) == len(saved[10]) > 10
+  for i, weight in enumerate(model.weights):
+    expected = (saved[10][i] + saved[20][i] + saved[30][i]) / 3
+    np.testing.assert_allclose(weight.numpy(), expected, rtol=1e-6,
+                               atol=1e-6)
+
+
+def test_too_few_checkpoints_is_an_error(three_checkpoints):
+  output_dir, _ = three_checkpoints
+  with pytest.raises(ValueError, match="keeps only 3 checkpoints"):
+    averaging.average_checkpoints(output_dir, 5)
+  with pytest.raises(FileNotFoundError, match="No checkpoint"):
+    averaging.last_checkpoints(os.path.join(output_dir, "averaged", "none"),
+                               1)
+
+
+@pytest.mark.timeout(120)
+def test_command_line_averages_the_last_two(three_checkpoints):
+  output_dir, saved = three_checkpoints
+  code, output = train_helpers.run(
+      [train_helpers.console_script("t2t-avg-checkpoints"),
+       f"--output_dir={output_dir}", "--n=2"], timeout=110)
+  assert code == 0, output[-3000:]
+  prefix = output.strip().splitlines()[-1]
+  assert prefix.endswith(os.path.join("averaged", "ckpt-30"))
+  model, _, _ = run_dir.load_trained_model(output_dir, checkpoint_path=prefix)
+  for i, weight in enumerate(model.weights):
+    np.testing.assert_allclose(weight.numpy(),
+                               (saved[20][i] + saved[30][i]) / 2, rtol=1e-6,
+                               atol=1e-6)

@@ -1,0 +1,254 @@
+"""t2t-exporter: SavedModels with the tokenizer and beam search in the graph."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode.decoding import DecodeHParams, Decoder
+from t2tlite.export import exporter, serving_module
+
+from run_folder import MULTI30K_RAW, TINY, multi30k_lines, trained_run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DECODE = "beam_size=2,alpha=0.6,extra_length=5"
+# The ops a SavedModel may hold besides TensorFlow core ops.
+TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp",
+               "SentencepieceDetokenizeOp"}
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+  """(run folder, model, vocab, version folder of its first export)."""
+  if not os.path.isdir(MULTI30K_RAW):
+    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
+  folder, model, vocab = trained_run(str(tmp_path_factory.mktemp("run")))
+  path = exporter.export_saved_model(folder, decode_hparams=DECODE)
+  return folder, model, vocab, path
+
+
+def run_together(*commands, timeout=200):
+  """Runs commands concurrently (they mostly wait on TensorFlow's import);
+  returns their CompletedProcess in order, killing any left on failure."""
+  procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True) for c in commands]
+  try:
+    return [_completed(p, timeout) for p in procs]
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+def _completed(proc, timeout):
+  stdout, stderr = proc.communicate(timeout=timeout)
+  return subprocess.CompletedProcess(proc.args, proc.returncode, stdout,
+                                     stderr)
+
+
+def sample_lines():
+  lines = multi30k_lines("en", 6)
+  return [lines[0], "", lines[1][:25], "   ", lines[2], lines[3][:7]]
+
+
+def test_truncate_and_end_keeps_room_for_eos():
+  tokens = tf.ragged.constant([[5, 6, 7, 8], [9], []], tf.int32)
+  ids = serving_module.truncate_and_end(tokens, 3).numpy().tolist()
+  assert ids == [[5, 6, 1], [9, 1, 0], [1, 0, 0]]
+
+
+def test_clean_ids_stops_at_eos_and_maps_unknown_ids_to_unk():
+  ids = tf.constant([[5, 99, -1, 1, 7], [0, 0, 0, 0, 0], [4, 1, 0, 0, 0]])
+  tokens = serving_module.clean_ids(ids, vocab_size=50).to_list()
+  assert tokens == [[5, 2, 2], [], [4]]
+
+
+def test_layout_metadata_and_ops(exported):
+  folder, _, vocab, path = exported
+  assert path == os.path.join(folder, "export", "1")
+  assert exporter.versions(os.path.dirname(path)) == [1]
+  assert not [n for n in os.listdir(os.path.dirname(path))
+              if n.startswith("temp-")]
+  with open(os.path.join(path, exporter.METADATA_FILE)) as f:
+    metadata = json.load(f)
+  assert metadata["decode_hparams"]["beam_size"] == 2
+  assert metadata["max_input_length"] == TINY.max_length
+  assert metadata["checkpoint"].endswith("ckpt-1")
+  ops = exporter.check_serving_ops(path)
+  assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & ops
+  assert not [op for op in ops if op.startswith("Xla")]
+  assert ops - set(dir(tf.raw_ops)) == TF_TEXT_OPS
+
+
+def test_check_serving_ops_rejects_py_function(tmp_path):
+  module = tf.Module()
+  module.f = tf.function(
+      lambda x: tf.py_function(lambda y: y + 1, [x], tf.int32),
+      input_signature=[tf.TensorSpec([], tf.int32)])
+  tf.saved_model.save(module, str(tmp_path))
+  with pytest.raises(ValueError, match="EagerPyFunc"):
+    exporter.check_serving_ops(str(tmp_path))
+
+
+@pytest.mark.timeout(240)
+def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
+                                                               tmp_path):
+  _, model, vocab, path = exported
+  lines = sample_lines()
+  encoded = [vocab.encode_text(line) for line in lines]
+  width = max(len(ids) for ids in encoded)
+  ids = [row + [0] * (width - len(row)) for row in encoded]
+  request, result_path = tmp_path / "request.json", tmp_path / "result.json"
+  request.write_text(json.dumps({"lines": lines, "ids": ids}))
+  client = subprocess.Popen(
+      [sys.executable, os.path.join(HERE, "fresh_export_client.py"), path,
+       str(request), str(result_path)], stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  try:
+    decoder = Decoder(model, vocab, DecodeHParams.parse(DECODE))
+    expected, expected_scores = decoder.decode_lines(lines, progress=False)
+    run = _completed(client, timeout=200)
+  finally:
+    if client.poll() is None:
+      client.kill()
+      client.wait()
+  assert run.returncode == 0, run.stderr[-3000:]
+  result = json.loads(result_path.read_text())
+  assert result["t2tlite_imported"] is False
+
+  assert result["text"]["outputs"] == expected
+  assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+  # The id signature gives the same sentences, as ids.
+  assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == expected
+  assert result["ids"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+
+  assert result["empty_batch"] == {"outputs": [], "scores": []}
+  assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
+  long_outputs = result["long"]["outputs"]
+  assert long_outputs[0] == long_outputs[1]
+  assert len(result["invalid_utf8"]["outputs"]) == 4  # valid UTF-8 (decoded)
+  bad = result["bad_ids"]
+  assert len(bad["outputs"]) == 3 and bad["scores"][1:] == [0.0, 0.0]
+  assert not any(bad["outputs"][1]) and not any(bad["outputs"][2])
+  out_len = np.array(result["long_ids"]["outputs"]).shape[1]
+  assert out_len == TINY.max_length + DecodeHParams.parse(DECODE).extra_length
+  assert result["empty_ids_batch"]["scores"] == []
+
+
+SAVED_MODEL_CLI_WITH_TF_TEXT = (
+    # saved_model_cli has no flag to load op libraries: plain
+    # `saved_model_cli run` fails with "Op type not registered
+    # 'SentencepieceOp'", so its main runs after tensorflow_text is imported.
+    "import sys, tensorflow_text; "
+    "from tensorflow.python.tools import saved_model_cli; "
+    "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
+
+
+@pytest.mark.timeout(300)
+def test_saved_model_cli_lists_and_runs_signatures(exported):
+  _, model, vocab, path = exported
+  lines = sample_lines()[:3]
+  show, run = run_together(
+      ["saved_model_cli", "show", "--all", "--dir", path],
+      [sys.executable, "-c", SAVED_MODEL_CLI_WITH_TF_TEXT, "run", "--dir",
+       path, "--tag_set", "serve", "--signature_def", "serving_default",
+       "--input_exprs", f"inputs={lines!r}"])
+  assert show.returncode == 0, show.stderr[-3000:]
+  for name in ("serving_default", "translate_ids"):
+    assert f"signature_def['{name}']" in show.stdout
+  assert "dtype: DT_STRING" in show.stdout
+
+  assert run.returncode == 0, run.stderr[-3000:]
+  decoder = Decoder(model, vocab, DecodeHParams.parse(DECODE))
+  expected, _ = decoder.decode_lines(lines, progress=False)
+  printed = run.stdout.split("Result for output key outputs:")[1]
+  printed = printed.split("Result for output key scores:")[0]
+  assert printed.strip() == str(np.array([e.encode() for e in expected],
+                                          dtype=object))
+
+
+def test_failed_export_leaves_no_version_folder(exported, monkeypatch):
+  folder, _, _, _ = exported
+  export_dir = os.path.join(folder, "export")
+  before = sorted(os.listdir(export_dir))
+
+  def save_partly(module, path, **kwargs):
+    os.makedirs(os.path.join(path, "variables"))
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+      f.write(b"partial")
+    raise OSError("disk full")
+
+  monkeypatch.setattr(tf.saved_model, "save", save_partly)
+  with pytest.raises(OSError, match="disk full"):
+    exporter.export_saved_model(folder, decode_hparams=DECODE)
+  assert sorted(os.listdir(export_dir)) == before
+
+
+def exporter_command(*args):
+  return [sys.executable, "-m", "t2tlite.bin.t2t_exporter", *args]
+
+
+@pytest.mark.timeout(240)
+def test_t2t_exporter_command_adds_the_next_version(exported):
+  folder, _, _, _ = exported
+  export_dir = os.path.join(folder, "export")
+  before = exporter.versions(export_dir)
+  run, bad = run_together(
+      exporter_command(f"--output_dir={folder}",
+                       f"--checkpoint_path={folder}/ckpt-1",
+                       "--decode_hparams=beam_size=1"),
+      exporter_command(f"--output_dir={folder}", "--decode_hparams=beam=3"))
+  assert run.returncode == 0, run.stderr[-3000:]
+  new = before[-1] + 1
+  assert run.stdout.strip() == os.path.join(export_dir, str(new))
+  assert exporter.versions(export_dir) == before + [new]
+  with open(os.path.join(export_dir, str(new), exporter.METADATA_FILE)) as f:
+    assert json.load(f)["decode_hparams"]["beam_size"] == 1
+
+  assert bad.returncode == 1
+  assert "t2t-exporter: error:" in bad.stderr and "beam" in bad.stderr
+  assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.timeout(240)
+def test_trainer_exports_when_training_ends(tmp_path):
+  output_dir = tmp_path / "train"
+  trainer = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_trainer",
+       "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
+       "--hparams=num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16,"
+       "batch_size=128,max_length=16", f"--data_dir={tmp_path}/data",
+       f"--output_dir={output_dir}", "--generate_data", "--train_steps=2",
+       "--schedule=train", "--export_saved_model"],
+      capture_output=True, text=True, timeout=220)
+  assert trainer.returncode == 0, trainer.stderr[-3000:]
+  path = output_dir / "export" / "1"
+  assert f"exported {path}" in trainer.stdout
+  with open(path / exporter.METADATA_FILE) as f:
+    assert json.load(f)["checkpoint"].endswith("ckpt-2")
+  exporter.check_serving_ops(str(path))
+
+
+def test_publish_takes_the_next_number_when_one_is_taken_meanwhile(
+    tmp_path, monkeypatch):
+  export_dir = tmp_path / "export"
+  (export_dir / "1").mkdir(parents=True)
+  (export_dir / "1" / "saved_model.pb").write_text("another exporter's")
+  tmp = export_dir / "temp-0"
+  tmp.mkdir()
+  (tmp / "saved_model.pb").write_text("ours")
+  real_versions, calls = exporter.versions, []
+
+  def stale_once(folder):  # the first listing predates the other export
+    calls.append(folder)
+    return [] if len(calls) == 1 else real_versions(folder)
+
+  monkeypatch.setattr(exporter, "versions", stale_once)
+  assert exporter._publish(str(tmp), str(export_dir)) == str(export_dir / "2")
+  assert (export_dir / "2" / "saved_model.pb").read_text() == "ours"
+  assert (export_dir / "1" / "saved_model.pb").read_text() == (
+      "another exporter's")

@@ -1,0 +1,149 @@
+"""t2t-query: PredictRequests to TF Serving, tested against a stand-in.
+
+TF Serving's tensorflow_model_server cannot be installed here; a real gRPC
+PredictionService on 127.0.0.1 that runs the exported SavedModel through the
+TF1 loader (tests/serving_stand_in.py) stands in for it.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+pytest.importorskip("tensorflow_serving",
+                    reason="tensorflow-serving-api is not installed (pip "
+                    "install 't2tlite[serving]')")
+import grpc  # noqa: E402
+from tensorflow_serving.apis import predict_pb2  # noqa: E402
+
+from t2tlite.decode.decoding import DecodeHParams, Decoder  # noqa: E402
+from t2tlite.export import exporter, query  # noqa: E402
+
+from run_folder import MULTI30K_RAW, multi30k_lines, trained_run  # noqa: E402
+import serving_stand_in  # noqa: E402
+
+DECODE = "beam_size=2,extra_length=4"
+NAME = "ende"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+  """(server address, Decoder with the exported settings); the stand-in
+  server runs for the module's tests and is stopped after them."""
+  if not os.path.isdir(MULTI30K_RAW):
+    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
+  folder, model, vocab = trained_run(str(tmp_path_factory.mktemp("run")))
+  path = exporter.export_saved_model(folder, decode_hparams=DECODE)
+  server, address = serving_stand_in.start(NAME, os.path.dirname(path))
+  try:
+    yield address, Decoder(model, vocab, DecodeHParams.parse(DECODE))
+  finally:
+    server.stop(None)
+
+
+def test_request_holds_text_as_a_string_batch():
+  request = query.make_predict_request(["A dog.", "Zwölf"], NAME,
+                                       version=3)
+  assert request.model_spec.name == NAME
+  assert request.model_spec.signature_name == "serving_default"
+  assert request.model_spec.version.value == 3
+  tensor = request.inputs["inputs"]
+  assert tensor.dtype == tf.string.as_datatype_enum
+  assert tf.make_ndarray(tensor).tolist() == [b"A dog.",
+                                              "Zwölf".encode("utf-8")]
+
+
+def _response(outputs, scores):
+  response = predict_pb2.PredictResponse()
+  response.outputs["outputs"].CopyFrom(
+      tf.make_tensor_proto(np.array(outputs, dtype=object)))
+  response.outputs["scores"].CopyFrom(
+      tf.make_tensor_proto(np.array(scores, dtype=np.float32)))
+  return response
+
+
+def test_parse_response_of_best_outputs_and_of_beams():
+  best = query.parse_predict_response(
+      _response(["Ein Hund.".encode(), b"\xff"], [-1.5, 0.0]))
+  assert best == [query.QueryResult("Ein Hund.", -1.5),
+                  query.QueryResult("\ufffd", 0.0)]
+  assert query.format_result(best[0], with_scores=True) == "Ein Hund.\t-1.5000"
+  beams = query.parse_predict_response(
+      _response([[b"a", b"b"], [b"c", b"d"]], [[-1, -2], [-3, -4]]))
+  assert beams[1] == query.QueryResult(["c", "d"], [-3.0, -4.0])
+  assert query.format_result(beams[0]) == "a\t-1.0000\tb\t-2.0000"
+
+
+def test_parse_response_without_text_outputs_names_the_flag():
+  response = predict_pb2.PredictResponse()
+  response.outputs["logits"].CopyFrom(tf.make_tensor_proto([1.0]))
+  with pytest.raises(ValueError, match="--signature_name"):
+    query.parse_predict_response(response)
+
+
+@pytest.mark.timeout(120)
+def test_query_returns_the_decoder_outputs(served):
+  address, decoder = served
+  lines = multi30k_lines("en", 3) + [""]
+  expected, scores = decoder.decode_lines(lines, progress=False)
+  results = query.query(address, NAME, lines, timeout=60)
+  assert [r.output for r in results] == expected
+  assert [r.score for r in results] == pytest.approx(scores, abs=1e-3)
+
+
+@pytest.mark.timeout(60)
+def test_query_errors_carry_grpc_status(served):
+  address, _ = served
+  with pytest.raises(grpc.RpcError) as error:
+    query.query(address, "no_such_model", ["A dog."], timeout=30)
+  assert error.value.code() == grpc.StatusCode.NOT_FOUND
+  with pytest.raises(grpc.RpcError) as error:
+    query.query(address, NAME, ["A dog."], signature_name="nope", timeout=30)
+  assert error.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def t2t_query(*args, stdin=None):
+  """Starts t2t-query; returns the Popen (stdin written and closed)."""
+  proc = subprocess.Popen(
+      [sys.executable, "-m", "t2tlite.bin.t2t_query", *args],
+      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+      text=True)
+  return proc, stdin
+
+
+@pytest.mark.timeout(240)
+def test_t2t_query_command(served):
+  address, decoder = served
+  lines = multi30k_lines("en", 2)
+  started = [
+      t2t_query(f"--server={address}", f"--servable_name={NAME}",
+                f"--inputs_once={lines[0]}"),
+      t2t_query(f"--server={address}", f"--servable_name={NAME}",
+                "--print_scores", "--timeout=60",
+                stdin="\n".join([lines[1], "", lines[0]]) + "\n"),
+      t2t_query(f"--server={address}", "--servable_name=missing",
+                "--inputs_once=A dog."),
+  ]
+  try:
+    done = [proc.communicate(stdin or "", timeout=200) + (proc.returncode,)
+            for proc, stdin in started]
+  finally:
+    for proc, _ in started:
+      if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+  (once, once_err, once_code), (many, many_err, many_code), (
+      missing_out, missing_err, missing_code) = done
+  expected, scores = decoder.decode_lines([lines[1], "", lines[0]],
+                                          progress=False)
+  assert once_code == 0, once_err[-3000:]
+  assert once == expected[2] + "\n"
+  assert many_code == 0, many_err[-3000:]
+  printed = [line.split("\t") for line in many.splitlines()]
+  assert [p[0] for p in printed] == expected
+  assert [float(p[1]) for p in printed] == pytest.approx(scores, abs=1e-3)
+  assert missing_code == 1 and missing_out == ""
+  assert "t2t-query: error:" in missing_err and "NOT_FOUND" in missing_err
+  assert "Traceback" not in missing_err

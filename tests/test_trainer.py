@@ -1,0 +1,215 @@
+"""The trainer: hparams on restart, NaN stop, mixed precision and XLA,
+evaluation metrics and summaries, and the t2t-trainer command line."""
+import json
+import math
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import t2tlite
+from t2tlite import run_dir
+from t2tlite.train import strategy as strategy_lib
+from t2tlite.train import trainer as trainer_lib
+import train_helpers
+
+# Every flag of the issue (tensor2tensor's names).
+TRAINER_FLAGS = (
+    "problem", "hparams_set", "hparams", "data_dir", "output_dir",
+    "generate_data", "tmp_dir", "raw_data_dir", "t2t_usr_dir", "train_steps",
+    "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
+    "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
+    "mixed_precision", "random_seed", "registry_help")
+
+
+@pytest.fixture(scope="module")
+def strategy():
+  return strategy_lib.make_strategy(0, tf_config="")
+
+
+def _write_hparams(output_dir, hp):
+  os.makedirs(output_dir, exist_ok=True)
+  with open(os.path.join(output_dir, run_dir.HPARAMS_FILE), "w") as f:
+    f.write(hp.to_json())
+
+
+def test_resolve_hparams_new_run_and_restart(tmp_path):
+  output_dir = str(tmp_path)
+  hp = trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+                                   "dropout=0.2,d_ff=100", train_steps=7)
+  assert hp.dropout == 0.2 and hp.train_steps == 7
+  _write_hparams(output_dir, hp)
+  # The same request, or none, continues with the saved hparams; train_steps
+  # may grow.
+  assert trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+                                     "dropout=0.2,d_ff=100") == hp
+  assert trainer_lib.resolve_hparams(output_dir, None, "",
+                                     train_steps=20) == hp.replace(
+                                         train_steps=20)
+  with pytest.raises(trainer_lib.HParamsConflictError) as error:
+    trainer_lib.resolve_hparams(output_dir, "transformer_tiny", "d_ff=100")
+  default = t2tlite.create_hparams("transformer_tiny").dropout
+  assert f"dropout: saved 0.2, requested {default}" in str(error.value)
+  assert "use another --output_dir" in str(error.value)
+  # Overrides alone apply to the saved hparams.
+  assert trainer_lib.resolve_hparams(output_dir, None, "d_ff=100") == hp
+  with pytest.raises(trainer_lib.HParamsConflictError,
+                     match="d_ff: saved 100, requested 64") as error:
+    trainer_lib.resolve_hparams(output_dir, None, "d_ff=64")
+  assert "--hparams_set=(the saved one)" in str(error.value)
+  with pytest.raises(ValueError, match="--hparams_set is required"):
+    trainer_lib.resolve_hparams(str(tmp_path / "new"), None, "")
+
+
+def test_nan_loss_stops_without_saving_the_bad_state(tmp_path, strategy):
+  output_dir = str(tmp_path)
+  train_helpers.tiny_trainer(output_dir, strategy, train_steps=2).train()
+  assert train_helpers.latest_step(output_dir) == 2
+  # An absurd learning rate makes the weights, then the loss, overflow.
+  trainer = train_helpers.tiny_trainer(
+      output_dir, strategy, "learning_rate_scale=1e30", train_steps=50,
+      save_checkpoints_secs=0)
+  assert trainer.step == 2
+  with pytest.raises(trainer_lib.NonFiniteLossError) as error:
+    trainer.train()
+  message = str(error.value)
+  assert "Stopping without saving" in message and "is intact" in message
+  bad_step = int(message.split(":")[0].split()[-1])
+  last_saved = train_helpers.latest_step(output_dir)
+  assert 2 <= last_saved < bad_step
+  reader = tf.train.load_checkpoint(os.path.join(output_dir,
+                                                 f"ckpt-{last_saved}"))
+  for name in reader.get_variable_to_shape_map():
+    if name.startswith("model/"):
+      assert np.all(np.isfinite(reader.get_tensor(name))), name
+
+
+@pytest.mark.parametrize("mixed_precision,xla", [("bfloat16", False),
+                                                 ("float16", False),
+                                                 (None, True)])
+def test_mixed_precision_and_xla_train(tmp_path, strategy, mixed_precision,
+                                       xla):
+  output_dir = str(tmp_path)
+  trainer = train_helpers.tiny_trainer(
+      output_dir, strategy, train_steps=3, mixed_precision=mixed_precision,
+      xla=xla)
+  if mixed_precision:
+    assert trainer.model.dtype_policy.compute_dtype == mixed_precision
+    assert all(w.dtype == "float32" for w in trainer.model.weights)
+  trainer.train()
+  losses = train_helpers.read_scalars(output_dir)["loss"]
+  assert sorted(losses) == [1, 2, 3]
+  assert all(math.isfinite(v) and v > 0 for v in losses.values())
+  if mixed_precision == "float16":
+    assert isinstance(trainer.optimizer,
+                      keras.optimizers.LossScaleOptimizer)
+    # The checkpoint resumes in float32 (the base optimizer is checkpointed,
+    # whatever the loss scaling).
+    resumed = train_helpers.tiny_trainer(output_dir, strategy, train_steps=4)
+    assert resumed.step == 3
+    resumed.train()
+    assert train_helpers.latest_step(output_dir) == 4
+
+
+def test_evaluation_metrics_and_summaries(tmp_path, strategy):
+  output_dir = str(tmp_path)
+  trainer = train_helpers.tiny_trainer(output_dir, strategy, train_steps=4,
+                                       local_eval_frequency=2, eval_steps=3)
+  metrics = trainer.train()
+  assert metrics["step"] == 4 and metrics["sequences"] == 3 * 8
+  assert 0.0 <= metrics["sequence_accuracy"] <= metrics["accuracy"] <= 1.0
+  assert metrics["perplexity"] == pytest.approx(math.exp(metrics["nll"]))
+  assert metrics["loss"] > metrics["nll"] * 0.9
+  with open(os.path.join(output_dir, trainer_lib.EVAL_RESULTS_FILE)) as f:
+    assert json.load(f) == metrics
+  train = train_helpers.read_scalars(output_dir)
+  assert set(train) == {"loss", "nll", "learning_rate", "grad_norm",
+                        "steps_per_sec", "tokens_per_sec"}
+  evaluation = train_helpers.read_scalars(os.path.join(output_dir, "eval"))
+  assert set(evaluation) == {"loss", "nll", "accuracy", "sequence_accuracy"}
+  assert sorted(evaluation["loss"]) == [2, 4]
+  # The whole split when eval_steps=0 (a finite dataset ends the loop).
+  assert trainer.evaluate()["sequences"] == 3 * 8
+
+
+def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy)
+  targets = tf.constant([[5, 6, 1, 0], [7, 8, 9, 1], [0, 0, 0, 0]])
+  # Logits favouring the targets everywhere except row 1, position 2.
+  predicted = targets.numpy().copy()
+  predicted[1, 2] = 4
+  logits = tf.one_hot(predicted, train_helpers.SYNTHETIC_VOCAB) * 10.0
+
+  class Fixed:
+    def __call__(self, batch, training):
+      return logits
+
+  trainer.model = Fixed()
+  sums = trainer._eval_replica_fn({"inputs": targets, "targets": targets})
+  assert float(sums["tokens"]) == 7 and float(sums["correct_tokens"]) == 6
+  assert float(sums["sequences"]) == 2
+  assert float(sums["correct_sequences"]) == 1
+
+
+@pytest.fixture(scope="module")
+def command_line_runs(tmp_path_factory):
+  """Outputs of several quick t2t-trainer invocations, run in parallel."""
+  folder = tmp_path_factory.mktemp("cli")
+  trainer = train_helpers.console_script("t2t-trainer")
+  common = [f"--data_dir={folder}/data", f"--output_dir={folder}/train"]
+  runs = {
+      "help": [trainer, "--help"],
+      "registry": [trainer, "--registry_help"],
+      "bad_flag": [trainer, "--problem=algorithmic_reverse",
+                   "--hparams_set=transformer_tiny", "--train_stepz=3"] +
+                  common,
+      "bad_problem": [trainer, "--problem=algorithmic_revers",
+                      "--hparams_set=transformer_tiny"] + common,
+      "bad_hparams_set": [trainer, "--problem=algorithmic_reverse",
+                          "--hparams_set=transformer_tinny"] + common,
+      "bad_hparam": [trainer, "--problem=algorithmic_reverse",
+                     "--hparams_set=transformer_tiny",
+                     "--hparams=dropuot=0.2"] + common,
+  }
+  outputs = {}
+  with train_helpers.processes() as started:
+    for name, args in runs.items():
+      started.append(train_helpers.start(args, folder / f"{name}.txt"))
+    for name, proc in zip(runs, started):
+      proc.wait(timeout=150)
+      outputs[name] = (proc.returncode, (folder / f"{name}.txt").read_text())
+  return outputs
+
+
+@pytest.mark.timeout(200)
+def test_help_documents_every_flag(command_line_runs):
+  _, output = command_line_runs["help"]  # absl exits with 1 after --help
+  for flag in TRAINER_FLAGS:
+    assert f"--{flag}:" in output or f"--[no]{flag}:" in output, flag
+  assert "--problem=algorithmic_reverse --hparams_set=transformer_tiny \\" in (
+      output)
+
+
+@pytest.mark.timeout(200)
+def test_registry_help_lists_problems_and_hparams_sets(command_line_runs):
+  code, output = command_line_runs["registry"]
+  assert code == 0, output[-3000:]
+  assert "  algorithmic_reverse" in output and "  transformer_big" in output
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("run,expected", [
+    ("bad_flag", "Unknown command line flag 'train_stepz'"),
+    ("bad_problem", "Unknown problem 'algorithmic_revers'. Did you mean: "
+                    "algorithmic_reverse"),
+    ("bad_hparams_set", "Unknown hparams set 'transformer_tinny'. Did you "
+                        "mean: transformer_tiny"),
+    ("bad_hparam", "Unknown hparam 'dropuot'. Did you mean: dropout"),
+])
+def test_misspelled_names_fail_at_once(command_line_runs, run, expected):
+  code, output = command_line_runs[run]
+  assert code != 0
+  assert expected in output, output[-3000:]
+  assert "Training to step" not in output
