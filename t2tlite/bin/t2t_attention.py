@@ -15,6 +15,7 @@ from absl import flags
 from t2tlite.bin import run_flags
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import attention_plots
+from t2tlite.bin import console
 
 flags.DEFINE_multi_string("input", None, "A source sentence (repeatable).")
 flags.DEFINE_multi_string("target", None, "Its target sentence (repeatable, "
@@ -48,7 +49,7 @@ def _run(argv):
 
 def main():
   flags.mark_flags_as_required(["input", "plot_dir"])
-  app.run(_run)
+  console.run(_run, __name__)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from absl import app
 from absl import flags
 
 from t2tlite.evaluate import bleu
+from t2tlite.bin import console
 
 flags.DEFINE_string("translation", None, "Detokenized system output, one "
                     "sentence a line.")
@@ -35,7 +36,7 @@ def _run(argv):
 
 def main():
   flags.mark_flags_as_required(["translation", "reference"])
-  app.run(_run)
+  console.run(_run, __name__)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from t2tlite.bin import common_flags, run_flags
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import decoding
 from t2tlite.evaluate.bleu import read_lines
+from t2tlite.bin import console
 
 flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
                     "line.")
@@ -138,7 +139,7 @@ def _run(argv):
 
 
 def main():
-  app.run(_run)
+  console.run(_run, __name__)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from absl import flags
 
 from t2tlite.data import trees
 from t2tlite.evaluate import bleu, parsing_f1
+from t2tlite.bin import console
 
 flags.DEFINE_string("prediction", None, "Predicted parses, one a line.")
 flags.DEFINE_string("reference", None, "Gold bracketed trees: files or glob "
@@ -60,7 +61,7 @@ def _run(argv):
 
 def main():
   flags.mark_flags_as_required(["prediction", "reference"])
-  app.run(_run)
+  console.run(_run, __name__)
 
 
 if __name__ == "__main__":
