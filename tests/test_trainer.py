@@ -15,7 +15,7 @@ from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
 import train_helpers
 
-# Every flag of the issue (tensor2tensor's names).
+# Every flag t2t-trainer documents (tensor2tensor's names).
 TRAINER_FLAGS = (
     "problem", "hparams_set", "hparams", "data_dir", "output_dir",
     "generate_data", "tmp_dir", "raw_data_dir", "t2t_usr_dir", "train_steps",

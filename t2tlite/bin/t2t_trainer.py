@@ -68,7 +68,7 @@ flags.DEFINE_integer("random_seed", None, "Seed of the weight initialization, "
                      "dropout and data shuffling.")
 flags.DEFINE_bool("registry_help", False, "List the registered problems, "
                   "hparams sets and models, and exit.")
-# Export (issue 6): the run ends with a model TF Serving can serve.
+# Export: the run ends with a model TF Serving can serve.
 flags.DEFINE_bool("export_saved_model", False, "When training ends, export "
                   "the newest checkpoint as a SavedModel under "
                   "OUTPUT_DIR/export/<version> (as t2t-exporter does, with "
@@ -188,7 +188,7 @@ def _train(output_dir):
 
 
 def _export_saved_model(output_dir):
-  """--export_saved_model (issue 6), after training."""
+  """--export_saved_model, after training."""
   from t2tlite.export.exporter import export_saved_model
   path = export_saved_model(output_dir)
   logging.info("Exported the SavedModel %s", path)
