@@ -22,6 +22,7 @@ from absl import logging
 
 from t2tlite import problem as problem_lib
 from t2tlite import registry
+from t2tlite import run_dir
 from t2tlite.bin import common_flags, run_flags
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import decoding
@@ -59,13 +60,6 @@ def _postprocess_fn(problem_name):
   return lambda text, source: problem.postprocess(text, inputs=source)
 
 
-def _write_atomically(path, lines):
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.writelines(line + "\n" for line in lines)
-  os.replace(tmp, path)
-
-
 def _load():
   """(Decoder, problem name) from the flags; errors raise."""
   model, info, path, hp = run_flags.load_trained()
@@ -95,7 +89,8 @@ def _decode_file(decoder, postprocess, lines):
   results = [_output_line(out, score, src, postprocess, hp.return_beams)
              for out, score, src in zip(outputs, scores, lines)]
   if FLAGS.decode_to_file:
-    _write_atomically(FLAGS.decode_to_file, results)
+    run_dir.atomic_write_text(FLAGS.decode_to_file,
+                              "".join(line + "\n" for line in results))
     logging.info("Wrote %d lines to %s", len(results), FLAGS.decode_to_file)
   else:
     sys.stdout.writelines(r + "\n" for r in results)

@@ -17,6 +17,7 @@ import re
 
 from absl import logging
 
+from t2tlite import run_dir
 from t2tlite.data import records
 from t2tlite.data import vocab as vocab_lib
 
@@ -65,9 +66,7 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
         progress=(lambda n, split=split: progress(split, n)) if progress
         else None)
   path = os.path.join(data_dir, f"{problem.data_name}.datagen.json")
-  with open(path + ".incomplete", "w", encoding="utf-8") as f:
-    json.dump(summary, f, indent=1)
-  os.replace(path + ".incomplete", path)
+  run_dir.atomic_write_text(path, json.dumps(summary, indent=1))
   return summary
 
 
