@@ -144,17 +144,20 @@ def transformer_tiny():
   """A small model that trains in minutes on a laptop CPU (for the quick start
   and tests): 2+2 layers, d_model=64, d_ff=256, h=4, d_k=d_v=16.
 
-  Tuned on algorithmic_reverse, where 3000 steps of 1024 tokens reach about
-  99% teacher-forced sequence accuracy on dev: pre-norm, as tensor2tensor's
+  Tuned on algorithmic_reverse, where 3000 steps of 1024 tokens reach 100%
+  teacher-forced sequence accuracy on dev (4 runs of 4): pre-norm, as tensor2tensor's
   own transformer_tiny (post-norm reached about 70% on the same budget), no
   dropout (generated data does not overfit in so few steps), and a quarter of
   the eq. (3) rate (the full rate stalls this small model; half of it gives
-  loss spikes) with 400 warm-up steps (200 left dips in accuracy mid-run). d_model=64 trains about twice as many
+  loss spikes) with 400 warm-up steps, and a linear cool-down over the last
+  1000 steps: without it, accuracy dips mid-run (to 0.5-0.75) in about half
+  the runs and a run can end in one. d_model=64 trains about twice as many
   steps a second as 128 and learns the task in about as many steps."""
   return transformer_base().replace(
       num_layers=2, d_model=64, d_ff=256, num_heads=4, d_k=16, d_v=16,
       norm_position="pre", dropout=0.0, max_length=64, batch_size=1024,
-      warmup_steps=400, learning_rate_scale=0.25, train_steps=3000)
+      warmup_steps=400, learning_rate_scale=0.25, train_steps=3000,
+      learning_rate_cooldown_steps=1000)
 
 
 @register_hparams

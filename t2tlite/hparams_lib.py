@@ -26,7 +26,9 @@ class HParams:
   dropout), attention_dropout (on attention weights), relu_dropout (inside the
   feed-forward network), label_smoothing (eps_ls).
   Optimizer (section 5.3): adam_beta1, adam_beta2, adam_epsilon, warmup_steps,
-  learning_rate_scale (a factor on eq. (3); 1.0 is the paper).
+  learning_rate_scale (a factor on eq. (3); 1.0 is the paper),
+  learning_rate_cooldown_steps (the last this many of train_steps scale eq.
+  (3) down linearly towards 0; 0, the paper's schedule, leaves it alone).
   Batching and schedule: batch_size (padded tokens per replica per step, as in
   tensor2tensor), gradient_accumulation_steps (batches each replica adds up
   before one optimizer update: one update sees batch_size x replicas x
@@ -49,6 +51,7 @@ class HParams:
   max_length: int = 256
   warmup_steps: int = 4000
   learning_rate_scale: float = 1.0
+  learning_rate_cooldown_steps: int = 0
   adam_beta1: float = 0.9
   adam_beta2: float = 0.98
   adam_epsilon: float = 1e-9

@@ -25,5 +25,5 @@ def test_quick_start_reaches_high_sequence_accuracy(tmp_path):
   assert metrics["step"] == hp["train_steps"]
   assert metrics["sequences"] == 1000  # the whole dev split
   # Teacher-forced: every token of the reversed sequence right.
-  assert metrics["sequence_accuracy"] >= 0.9, metrics
+  assert metrics["sequence_accuracy"] >= 0.95, metrics
   assert "teacher-forced" in output

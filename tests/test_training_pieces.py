@@ -33,6 +33,27 @@ def test_keras_schedule_uses_one_based_steps():
   assert NoamSchedule.from_config(schedule.get_config()).warmup_steps == 4000
 
 
+def test_cooldown_scales_the_last_steps_down_linearly():
+  schedule = NoamSchedule(64, 400, scale=0.25, train_steps=3000,
+                          cooldown_steps=1000)
+  plain = NoamSchedule(64, 400, scale=0.25)
+  for iteration in (0, 399, 1999):  # before the cool-down: eq. (3)
+    assert math.isclose(float(schedule(iteration)), float(plain(iteration)),
+                        rel_tol=1e-6)
+  # Step 2501 (iteration 2500) has 500 of the 1000 cool-down steps left.
+  assert math.isclose(float(schedule(2500)), 0.5 * float(plain(2500)),
+                      rel_tol=1e-5)
+  assert math.isclose(float(schedule(2999)), 0.001 * float(plain(2999)),
+                      rel_tol=1e-5)
+  restored = NoamSchedule.from_config(schedule.get_config())
+  assert (restored.train_steps, restored.cooldown_steps) == (3000, 1000)
+  # A cool-down longer than the run covers the whole run.
+  short = build_optimizer(t2tlite.create_hparams(
+      "transformer_base", "train_steps=5,learning_rate_cooldown_steps=10"))
+  schedule_config = short.get_config()["learning_rate"]["config"]
+  assert schedule_config["cooldown_steps"] == 5
+
+
 def test_optimizer_reads_hparams():
   hp = t2tlite.create_hparams(
       "transformer_base", "adam_beta2=0.997,adam_epsilon=1e-6,"

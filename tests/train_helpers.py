@@ -15,8 +15,9 @@ import sys
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 # A model of a few thousand weights: a step takes milliseconds on a CPU.
+# Eq. (3) without transformer_tiny's cool-down, whatever --train_steps is.
 TINY_HPARAMS = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16,"
-                "dropout=0.0,warmup_steps=10")
+                "dropout=0.0,warmup_steps=10,learning_rate_cooldown_steps=0")
 SYNTHETIC_VOCAB = 20
 SYNTHETIC_LENGTH = 16
 
@@ -93,12 +94,12 @@ def start(args, log_path, env=None):
                             env=full_env, start_new_session=True)
 
 
-def run(args, timeout, env=None):
+def run(args, timeout, env=None, cwd=None):
   """Runs args to the end (killed after `timeout` s); (returncode, output)."""
   full_env = dict(os.environ, **(env or {}))
   proc = subprocess.Popen(args, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=full_env,
-                          start_new_session=True)
+                          start_new_session=True, cwd=cwd)
   try:
     output, _ = proc.communicate(timeout=timeout)
   finally:

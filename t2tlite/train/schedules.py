@@ -14,31 +14,51 @@ def noam_learning_rate(step_num, d_model, warmup_steps, scale=1.0):
           tf.minimum(tf.math.rsqrt(step), step * warmup_steps**-1.5))
 
 
+def cooldown_factor(step_num, train_steps, cooldown_steps):
+  """1 until the last `cooldown_steps` of `train_steps`, then linearly down:
+  (train_steps - step + 1) / cooldown_steps, so the last update keeps
+  1 / cooldown_steps of the rate. 1 throughout when cooldown_steps <= 0."""
+  if cooldown_steps <= 0:
+    return tf.constant(1.0)
+  left = tf.cast(train_steps, tf.float32) - tf.cast(step_num, tf.float32) + 1
+  return tf.clip_by_value(left / cooldown_steps, 1.0 / cooldown_steps, 1.0)
+
+
 @keras.saving.register_keras_serializable(package="t2tlite")
 class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
-  """Eq. (3) as a Keras schedule.
+  """Eq. (3) as a Keras schedule, with an optional linear cool-down to the
+  end of training (`cooldown_factor`; off by default, as in the paper).
 
   Keras passes the optimizer's 0-based `iterations`; the k-th update (k from 1)
   uses lrate(k), so the first update already has a non-zero rate.
   """
 
-  def __init__(self, d_model, warmup_steps, scale=1.0):
+  def __init__(self, d_model, warmup_steps, scale=1.0, train_steps=0,
+               cooldown_steps=0):
     self.d_model = d_model
     self.warmup_steps = warmup_steps
     self.scale = scale
+    self.train_steps = train_steps
+    self.cooldown_steps = cooldown_steps
 
   def __call__(self, step):
-    return noam_learning_rate(tf.cast(step, tf.float32) + 1.0, self.d_model,
-                              self.warmup_steps, self.scale)
+    step_num = tf.cast(step, tf.float32) + 1.0
+    return (noam_learning_rate(step_num, self.d_model, self.warmup_steps,
+                               self.scale) *
+            cooldown_factor(step_num, self.train_steps, self.cooldown_steps))
 
   def get_config(self):
     return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
-            "scale": self.scale}
+            "scale": self.scale, "train_steps": self.train_steps,
+            "cooldown_steps": self.cooldown_steps}
 
 
 def build_optimizer(hp):
-  """Adam(beta1, beta2, epsilon) with the eq. (3) schedule, from `hp`."""
+  """Adam(beta1, beta2, epsilon) with the eq. (3) schedule, from `hp`; the
+  cool-down covers at most the whole run (train_steps)."""
   return keras.optimizers.Adam(
       learning_rate=NoamSchedule(hp.d_model, hp.warmup_steps,
-                                 hp.learning_rate_scale),
+                                 hp.learning_rate_scale, hp.train_steps,
+                                 min(hp.learning_rate_cooldown_steps,
+                                     hp.train_steps)),
       beta_1=hp.adam_beta1, beta_2=hp.adam_beta2, epsilon=hp.adam_epsilon)
