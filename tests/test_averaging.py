@@ -65,13 +65,16 @@ def test_too_few_checkpoints_is_an_error(three_checkpoints):
 @pytest.mark.timeout(120)
 def test_command_line_averages_the_last_two(three_checkpoints):
   output_dir, saved = three_checkpoints
+  # A relative --output_dir, as typed by hand.
+  parent, name = os.path.split(output_dir)
   code, output = train_helpers.run(
       [train_helpers.console_script("t2t-avg-checkpoints"),
-       f"--output_dir={output_dir}", "--n=2"], timeout=110)
+       f"--output_dir={name}", "--n=2"], timeout=110, cwd=parent)
   assert code == 0, output[-3000:]
   prefix = output.strip().splitlines()[-1]
-  assert prefix.endswith(os.path.join("averaged", "ckpt-30"))
-  model, _, _ = run_dir.load_trained_model(output_dir, checkpoint_path=prefix)
+  assert prefix == os.path.join(name, "averaged", "ckpt-30")
+  model, _, _ = run_dir.load_trained_model(
+      output_dir, checkpoint_path=os.path.join(parent, prefix))
   for i, weight in enumerate(model.weights):
     np.testing.assert_allclose(weight.numpy(),
                                (saved[20][i] + saved[30][i]) / 2, rtol=1e-6,

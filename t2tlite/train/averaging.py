@@ -36,8 +36,8 @@ def last_checkpoints(output_dir, n):
         f"--n={n} but {output_dir} keeps only {len(paths)} checkpoints "
         f"({', '.join(os.path.basename(p) for p in paths)}); use --n="
         f"{len(paths)}, or train with a larger --keep_checkpoint_max.")
-  return [p if os.path.isabs(p) else os.path.join(output_dir, p)
-          for p in paths[-n:]]
+  # get_checkpoint_state has already joined relative paths to output_dir.
+  return paths[-n:]
 
 
 def _step_of(path):
