@@ -29,7 +29,7 @@ def trainer_command(data_dir, output_dir, hparams=None):
           f"--hparams={hparams}", f"--data_dir={data_dir}",
           f"--output_dir={output_dir}", "--generate_data",
           f"--train_steps={TRAIN_STEPS}", "--save_checkpoints_secs=1",
-          "--schedule=train", "--random_seed=3"]
+          "--schedule=train", "--random_seed=3", "--log_step_count_steps=5"]
 
 
 @pytest.mark.timeout(300)
@@ -67,6 +67,8 @@ def test_killed_run_resumes_and_finishes(tmp_path):
                                          output)]
   assert progress and min(progress) > resumed_at, output[-3000:]
   assert progress[-1] == TRAIN_STEPS
+  # --log_step_count_steps=5: a progress line every 5 steps, and the last.
+  assert all(step % 5 == 0 for step in progress[:-1]), progress
   assert train_helpers.latest_step(str(output_dir)) == TRAIN_STEPS
 
   # The learning rate logged at every step of both runs follows eq. (3) for

@@ -21,7 +21,7 @@ TRAINER_FLAGS = (
     "generate_data", "tmp_dir", "raw_data_dir", "t2t_usr_dir", "train_steps",
     "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
     "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
-    "mixed_precision", "random_seed", "registry_help")
+    "mixed_precision", "random_seed", "registry_help", "log_step_count_steps")
 
 
 @pytest.fixture(scope="module")

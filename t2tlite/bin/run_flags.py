@@ -25,7 +25,8 @@ FLAGS = flags.FLAGS
 
 
 def load_trained():
-  """(model, RunInfo, checkpoint path, DecodeHParams) from the flags.
+  """(model, RunInfo, checkpoint path, DecodeHParams) from the flags; the
+  decode hparams are the problem's defaults with --decode_hparams on top.
 
   Raises:
     ValueError: no --output_dir, or bad --decode_hparams.
@@ -33,7 +34,8 @@ def load_trained():
   """
   if not FLAGS.output_dir:
     raise ValueError("--output_dir is required: the training folder.")
-  hp = decoding.DecodeHParams.parse(FLAGS.decode_hparams)
+  decoding.DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
   model, info, path = run_dir.load_trained_model(FLAGS.output_dir,
                                                  FLAGS.checkpoint_path)
+  hp = decoding.DecodeHParams.for_problem(info.problem, FLAGS.decode_hparams)
   return model, info, path, hp

@@ -7,7 +7,6 @@
 is the model's own beam-search output, with --decode_hparams). Writes one PNG
 per attention kind, layer and head, and PLOT_DIR/index.html showing them.
 """
-import sys
 
 from absl import app
 from absl import flags
@@ -22,34 +21,26 @@ flags.DEFINE_multi_string("target", None, "Its target sentence (repeatable, "
                           "aligned with --input); default: decode one.")
 flags.DEFINE_string("plot_dir", None, "Folder for the PNG files and "
                     "index.html.")
+flags.adopt_module_key_flags(run_flags)
 
 FLAGS = flags.FLAGS
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   targets = FLAGS.target or [None] * len(FLAGS.input)
   if len(targets) != len(FLAGS.input):
     raise app.UsageError(f"{len(FLAGS.input)} --input but {len(targets)} "
                          "--target flags: give one --target per --input, or "
                          "none.")
-  try:
-    model, info, _, hp = run_flags.load_trained()
-    vocab = Vocabulary.from_file(info.vocab_file)
-    maps = [attention_plots.attention_maps(model, vocab, source, target, hp)
-            for source, target in zip(FLAGS.input, targets)]
-    index = attention_plots.write_plots(maps, FLAGS.plot_dir)
-  except (FileNotFoundError, ValueError) as error:
-    sys.stderr.write(f"t2t-attention: error: {error}\n")
-    return 1
-  print(index)
-  return 0
+  model, info, _, hp = run_flags.load_trained()
+  vocab = Vocabulary.from_file(info.vocab_file)
+  maps = [attention_plots.attention_maps(model, vocab, source, target, hp)
+          for source, target in zip(FLAGS.input, targets)]
+  print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 
 
 def main():
-  flags.mark_flags_as_required(["input", "plot_dir"])
-  console.run(_run, __name__)
+  console.run(_run, __name__, required=["input", "plot_dir"])
 
 
 if __name__ == "__main__":

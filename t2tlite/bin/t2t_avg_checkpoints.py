@@ -6,9 +6,7 @@ Writes OUTPUT_DIR/averaged/ckpt-STEP (model weights only); decode or export it
 with --checkpoint_path=OUTPUT_DIR/averaged.
 """
 import os
-import sys
 
-from absl import app
 from absl import flags
 
 from t2tlite.bin import console
@@ -21,23 +19,14 @@ flags.DEFINE_integer("n", 5, "How many of the newest checkpoints to average "
 FLAGS = flags.FLAGS
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   from t2tlite.train import averaging
-  try:
-    prefix = averaging.average_checkpoints(
-        os.path.expanduser(FLAGS.output_dir), FLAGS.n)
-  except (FileNotFoundError, ValueError) as error:
-    sys.stderr.write(f"t2t-avg-checkpoints: error: {error}\n")
-    return 1
-  print(prefix)
-  return 0
+  print(averaging.average_checkpoints(os.path.expanduser(FLAGS.output_dir),
+                                      FLAGS.n))
 
 
 def main():
-  flags.mark_flags_as_required(["output_dir"])
-  console.run(_run, __name__)
+  console.run(_run, __name__, required=["output_dir"])
 
 
 if __name__ == "__main__":

@@ -1,42 +1,63 @@
 """t2t-bleu: BLEU of a translation file against a reference file.
 
     t2t-bleu --translation=out.de --reference=newstest2014.de
+    t2t-bleu --translation=out.de --reference=test_2016_flickr.de \
+        --tokenized_reference=test_2016_flickr.lc.norm.tok.de --language=de
 
 Prints sacrebleu's `BLEU = ...` line (cased, detokenized) first, then its
 signature, the uncased score and the paper's tokenized BLEU (see
-t2tlite.evaluate.bleu).
+t2tlite.evaluate.bleu). With --tokenized_reference it also prints BLEU against
+a lowercased Moses-tokenized reference, the translation tokenized the same way
+(see t2tlite.evaluate.moses_bleu): the figure most Multi30k papers publish.
 """
-import sys
 
-from absl import app
 from absl import flags
 
 from t2tlite.evaluate import bleu
+from t2tlite.evaluate import moses_bleu
 from t2tlite.bin import console
 
 flags.DEFINE_string("translation", None, "Detokenized system output, one "
                     "sentence a line.")
 flags.DEFINE_string("reference", None, "Detokenized reference, aligned by "
                     "line with --translation.")
+flags.DEFINE_string("tokenized_reference", None, "Optional: a lowercased, "
+                    "punctuation-normalised, Moses-tokenized reference (such "
+                    "as Multi30k's tok/*.lc.norm.tok.de), aligned by line; "
+                    "needs --language.")
+flags.DEFINE_string("language", None, "Moses language code of the "
+                    "translation (en, de, fr, ...), for --tokenized_reference.")
 
 FLAGS = flags.FLAGS
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-  try:
-    report = bleu.file_bleu(FLAGS.translation, FLAGS.reference)
-  except (FileNotFoundError, ValueError) as error:
-    sys.stderr.write(f"t2t-bleu: error: {error}\n")
-    return 1
-  print("\n".join(report.lines()))
-  return 0
+def _tokenized_line():
+  if not FLAGS.language:
+    raise ValueError("--tokenized_reference needs --language (the Moses "
+                     "language code of the translation, such as de).")
+  translations = bleu.read_lines(FLAGS.translation, "translation")
+  references = bleu.read_lines(FLAGS.tokenized_reference,
+                               "tokenized_reference")
+  if len(translations) != len(references):
+    raise ValueError(
+        f"--translation={FLAGS.translation} has {len(translations)} lines "
+        f"but --tokenized_reference={FLAGS.tokenized_reference} has "
+        f"{len(references)}; they must be aligned line by line.")
+  score = moses_bleu.lowercase_tokenized_bleu(translations, references,
+                                              FLAGS.language)
+  return (f"lowercased Moses-tokenized BLEU against "
+          f"{FLAGS.tokenized_reference}: {score}")
+
+
+def _run():
+  lines = bleu.file_bleu(FLAGS.translation, FLAGS.reference).lines()
+  if FLAGS.tokenized_reference:
+    lines.append(_tokenized_line())
+  print("\n".join(lines))
 
 
 def main():
-  flags.mark_flags_as_required(["translation", "reference"])
-  console.run(_run, __name__)
+  console.run(_run, __name__, required=["translation", "reference"])
 
 
 if __name__ == "__main__":

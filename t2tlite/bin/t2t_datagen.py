@@ -10,7 +10,6 @@ DATA_DIR/PROBLEM.datagen.json).
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 from t2tlite import problem as problem_lib
@@ -50,28 +49,23 @@ class _Progress:
       sys.stderr.write("\r" + " " * 60 + "\r")
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
+  common_flags.load_plugins()
+  problem = problem_lib.get_problem(FLAGS.problem)
+  progress = _Progress()
   try:
-    common_flags.load_plugins()
-    problem = problem_lib.get_problem(FLAGS.problem)
-    progress = _Progress()
     summary = problem.generate_data(
         FLAGS.data_dir, FLAGS.tmp_dir, raw_data_dir=FLAGS.raw_data_dir,
         vocab_size=FLAGS.vocab_size, progress=progress)
+  finally:
     progress.done()
-  except (problem_lib.DataError, registry.RegistryError,
-          FileNotFoundError) as error:
-    sys.stderr.write(f"\nt2t-datagen: error: {error}\n")
-    return 1
   print(datagen.format_summary(summary))
-  return 0
 
 
 def main():
-  flags.mark_flags_as_required(["problem", "data_dir"])
-  console.run(_run, __name__)
+  console.run(_run, __name__, required=["problem", "data_dir"],
+              errors=(problem_lib.DataError, registry.RegistryError,
+                      FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ from absl import flags
 from absl import logging
 
 from t2tlite import problem as problem_lib
-from t2tlite import registry
 from t2tlite import run_dir
 from t2tlite.bin import common_flags, run_flags
 from t2tlite.data.vocab import Vocabulary
@@ -38,6 +37,10 @@ flags.DEFINE_boolean("decode_interactive", False, "Read sentences from "
 flags.DEFINE_boolean("postprocess", False, "Apply the problem's postprocess "
                      "to outputs (parsing: bracketed trees instead of "
                      "sequences; t2t-parse-eval reads either).")
+flags.adopt_module_key_flags(run_flags)
+# Of the shared data flags the decoder reads only these two.
+flags.declare_key_flag("problem")
+flags.declare_key_flag("t2t_usr_dir")
 
 FLAGS = flags.FLAGS
 
@@ -112,25 +115,18 @@ def _decode_interactive(decoder, postprocess):
           flush=True)
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   if bool(FLAGS.decode_from_file) == FLAGS.decode_interactive:
     raise app.UsageError("Give exactly one of --decode_from_file and "
                          "--decode_interactive.")
-  try:
-    common_flags.load_plugins()
-    lines = None if FLAGS.decode_interactive else _read_input()
-    decoder, problem_name = _load()
-    postprocess = _postprocess_fn(problem_name)
-    if FLAGS.decode_interactive:
-      _decode_interactive(decoder, postprocess)
-    else:
-      _decode_file(decoder, postprocess, lines)
-  except (FileNotFoundError, ValueError, registry.RegistryError) as error:
-    sys.stderr.write(f"t2t-decoder: error: {error}\n")
-    return 1
-  return 0
+  common_flags.load_plugins()
+  lines = None if FLAGS.decode_interactive else _read_input()
+  decoder, problem_name = _load()
+  postprocess = _postprocess_fn(problem_name)
+  if FLAGS.decode_interactive:
+    _decode_interactive(decoder, postprocess)
+  else:
+    _decode_file(decoder, postprocess, lines)
 
 
 def main():

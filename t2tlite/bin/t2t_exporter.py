@@ -14,7 +14,6 @@ are truncated. Serve it with
 `tensorflow_model_server --model_name=NAME --model_base_path=EXPORT_DIR`.
 """
 import os
-import sys
 
 from absl import app
 from absl import flags
@@ -35,22 +34,14 @@ def _expand(path):
   return os.path.expanduser(path) if path else path
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   if not FLAGS.output_dir:
     raise app.UsageError("--output_dir is required: the training folder.")
   from t2tlite.export.exporter import export_saved_model
-  try:
-    path = export_saved_model(_expand(FLAGS.output_dir),
-                              export_dir=_expand(FLAGS.export_dir),
-                              checkpoint_path=_expand(FLAGS.checkpoint_path),
-                              decode_hparams=FLAGS.decode_hparams)
-  except (FileNotFoundError, ValueError) as error:
-    sys.stderr.write(f"t2t-exporter: error: {error}\n")
-    return 1
-  print(path)
-  return 0
+  print(export_saved_model(_expand(FLAGS.output_dir),
+                           export_dir=_expand(FLAGS.export_dir),
+                           checkpoint_path=_expand(FLAGS.checkpoint_path),
+                           decode_hparams=FLAGS.decode_hparams))
 
 
 def main():

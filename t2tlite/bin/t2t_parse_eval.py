@@ -9,12 +9,9 @@ parsing_wsj), aligned with the gold trees. --reference: gold bracketed trees
 (each pattern's matches sorted by name).
 """
 import glob
-import sys
 
-from absl import app
 from absl import flags
 
-from t2tlite.data import trees
 from t2tlite.evaluate import bleu, parsing_f1
 from t2tlite.bin import console
 
@@ -40,28 +37,19 @@ def reference_paths(spec):
   return paths
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-  try:
-    predictions = bleu.read_lines(FLAGS.prediction, "prediction")
-    gold = parsing_f1.read_reference_trees(reference_paths(FLAGS.reference))
-    if len(predictions) != len(gold):
-      raise ValueError(
-          f"--prediction={FLAGS.prediction} has {len(predictions)} lines but "
-          f"--reference holds {len(gold)} trees (not counting trees of empty "
-          "elements only); they must be aligned.")
-    scores = parsing_f1.evaluate(predictions, gold)
-  except (FileNotFoundError, ValueError, trees.TreeError) as error:
-    sys.stderr.write(f"t2t-parse-eval: error: {error}\n")
-    return 1
-  print("\n".join(scores.lines()))
-  return 0
+def _run():
+  predictions = bleu.read_lines(FLAGS.prediction, "prediction")
+  gold = parsing_f1.read_reference_trees(reference_paths(FLAGS.reference))
+  if len(predictions) != len(gold):
+    raise ValueError(
+        f"--prediction={FLAGS.prediction} has {len(predictions)} lines but "
+        f"--reference holds {len(gold)} trees (not counting trees of empty "
+        "elements only); they must be aligned.")
+  print("\n".join(parsing_f1.evaluate(predictions, gold).lines()))
 
 
 def main():
-  flags.mark_flags_as_required(["prediction", "reference"])
-  console.run(_run, __name__)
+  console.run(_run, __name__, required=["prediction", "reference"])
 
 
 if __name__ == "__main__":

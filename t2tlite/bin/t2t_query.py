@@ -41,9 +41,7 @@ def _lines():
     yield line.rstrip("\n")
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   for name in ("server", "servable_name"):
     if not FLAGS[name].value:
       raise app.UsageError(f"--{name} is required.")
@@ -57,18 +55,14 @@ def _run(argv):
                                    FLAGS.servable_version)
         print(query.format_result(result, FLAGS.print_scores), flush=True)
   except grpc.RpcError as error:
-    sys.stderr.write(f"t2t-query: error: --server={FLAGS.server} "
-                     f"--servable_name={FLAGS.servable_name}: "
-                     f"{error.code().name}: {error.details()}\n")
-    return 1
-  except (ImportError, ValueError) as error:
-    sys.stderr.write(f"t2t-query: error: {error}\n")
-    return 1
-  return 0
+    raise console.CommandError(
+        f"--server={FLAGS.server} --servable_name={FLAGS.servable_name}: "
+        f"{error.code().name}: {error.details()}") from None
 
 
 def main():
-  console.run(_run, __name__)
+  console.run(_run, __name__,
+              errors=(console.CommandError, ImportError, ValueError))
 
 
 if __name__ == "__main__":

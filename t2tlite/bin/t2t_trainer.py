@@ -8,9 +8,7 @@ output_dir with the hparams saved there. With several workers in TF_CONFIG,
 run the same command on each worker.
 """
 import os
-import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 
@@ -49,6 +47,9 @@ flags.DEFINE_integer("keep_checkpoint_max", 20, "Checkpoints kept; older ones "
 flags.DEFINE_integer("save_checkpoints_secs", 600, "Write a checkpoint at "
                      "least this often, in seconds (the paper: every 10 "
                      "minutes), and at the end.", lower_bound=0)
+flags.DEFINE_integer("log_step_count_steps", 100, "Print progress and write "
+                     "training summaries every this many steps (their loss "
+                     "is the mean over those steps).", lower_bound=1)
 flags.DEFINE_enum("schedule", "train_and_evaluate",
                   ["train", "train_and_evaluate", "evaluate"],
                   "train; train_and_evaluate (evaluate on dev every "
@@ -82,9 +83,6 @@ _RECORDED_FLAGS = (
     "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
     "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
     "mixed_precision", "random_seed")
-_LOG_EVERY_STEPS = 100
-
-
 class UserError(Exception):
   """A problem with the command line or the output_dir, reported plainly."""
 
@@ -165,7 +163,7 @@ def _train(output_dir):
       save_checkpoints_secs=FLAGS.save_checkpoints_secs,
       keep_checkpoint_max=FLAGS.keep_checkpoint_max, xla=FLAGS.xla,
       mixed_precision=FLAGS.mixed_precision,
-      log_every_steps=_LOG_EVERY_STEPS)
+      log_every_steps=FLAGS.log_step_count_steps)
 
   def make_dataset(split, training):
     return problem.distributed_dataset(strategy, data_dir, split, hp, training,
@@ -195,28 +193,22 @@ def _export_saved_model(output_dir):
   print(f"exported {path}")
 
 
-def _run(argv):
-  if len(argv) > 1:
-    raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+def _run():
   logging.set_verbosity(logging.INFO)
-  try:
-    common_flags.load_plugins()
-    if FLAGS.registry_help:
-      print(registry_help())
-      return 0
-    if not FLAGS.output_dir:
-      raise UserError("--output_dir is required.")
-    _train(_expand(FLAGS.output_dir))
-  except (UserError, registry.RegistryError, problem_lib.DataError,
-          FileNotFoundError, trainer_lib.HParamsConflictError,
-          trainer_lib.NonFiniteLossError) as error:
-    sys.stderr.write(f"t2t-trainer: error: {error}\n")
-    return 1
-  return 0
+  common_flags.load_plugins()
+  if FLAGS.registry_help:
+    print(registry_help())
+    return
+  if not FLAGS.output_dir:
+    raise UserError("--output_dir is required.")
+  _train(_expand(FLAGS.output_dir))
 
 
 def main():
-  console.run(_run, __name__)
+  console.run(_run, __name__,
+              errors=(UserError, registry.RegistryError, problem_lib.DataError,
+                      FileNotFoundError, trainer_lib.HParamsConflictError,
+                      trainer_lib.NonFiniteLossError))
 
 
 if __name__ == "__main__":
