@@ -24,6 +24,7 @@ setuptools.setup(
         "keras>=3.10,<4",
         "tensorflow-datasets>=4.9",
         "sacrebleu>=2.4,<3",
+        "sacremoses>=0.1",
         "absl-py>=2.1",
         "sentencepiece>=0.2",
         "numpy>=1.26",

@@ -1,4 +1,5 @@
 """BLEU against sacrebleu's own figures, and bracket F1 against a hand count."""
+import gzip
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sacrebleu
 from conftest import SHARED_DATA
 
 from t2tlite.data import trees
-from t2tlite.evaluate import bleu, parsing_f1
+from t2tlite.evaluate import bleu, moses_bleu, parsing_f1
 
 MULTI30K_TOK = SHARED_DATA / "multi30k" / "tok"
 
@@ -21,6 +22,11 @@ REFERENCES = ["The cat is sitting on the mat.",
               "A well-known artificial lake lies to the north of the city.",
               "In the end, he gave up smoking!",
               "Zwei Männer spielen Fußball."]
+
+
+def read_gz(path):
+  with gzip.open(path, "rt", encoding="utf-8") as f:
+    return f.read().splitlines()
 
 
 def write(path, lines):
@@ -89,6 +95,50 @@ def test_t2t_bleu_command(tmp_path):
   first = run.stdout.splitlines()[0]
   assert first == str(sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES]))
   assert "signature: nrefs:1|case:mixed" in run.stdout
+
+
+@pytest.mark.skipif(not os.path.isdir(MULTI30K_TOK),
+                    reason="../shared/data/multi30k is absent")
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_moses_tokenize_reproduces_multi30k_tok_files(language):
+  raw = read_gz(SHARED_DATA / "multi30k" / "raw" /
+                f"test_2016_flickr.{language}.gz")
+  tok = (MULTI30K_TOK / f"test_2016_flickr.lc.norm.tok.{language}"
+         ).read_text(encoding="utf-8").splitlines()
+  assert len(raw) == len(tok) == 1000
+  assert moses_bleu.moses_tokenize(raw, language) == tok
+
+
+def test_lowercase_tokenized_bleu_equals_sacrebleu_on_tokens():
+  references = moses_bleu.moses_tokenize(REFERENCES, "en")
+  assert references[2] == "in the end , he gave up smoking !"
+  score = moses_bleu.lowercase_tokenized_bleu(TRANSLATIONS, references, "en")
+  expected = sacrebleu.corpus_bleu(
+      moses_bleu.moses_tokenize(TRANSLATIONS, "en"), [references],
+      tokenize="none", force=True)
+  assert score.score == pytest.approx(expected.score)
+  assert 0 < score.score < 100
+  assert moses_bleu.lowercase_tokenized_bleu(
+      REFERENCES, references, "en").score == pytest.approx(100.0)
+
+
+@pytest.mark.timeout(120)
+def test_t2t_bleu_tokenized_reference(tmp_path):
+  hyp = write(tmp_path / "hyp", TRANSLATIONS)
+  ref = write(tmp_path / "ref", REFERENCES)
+  tok = write(tmp_path / "ref.tok", moses_bleu.moses_tokenize(REFERENCES, "en"))
+  command = [sys.executable, "-m", "t2tlite.bin.t2t_bleu",
+             f"--translation={hyp}", f"--reference={ref}",
+             f"--tokenized_reference={tok}"]
+  run = subprocess.run(command + ["--language=en"], capture_output=True,
+                       text=True, check=True)
+  expected = moses_bleu.lowercase_tokenized_bleu(
+      TRANSLATIONS, moses_bleu.moses_tokenize(REFERENCES, "en"), "en")
+  assert run.stdout.splitlines()[-1] == (
+      f"lowercased Moses-tokenized BLEU against {tok}: {expected}")
+  no_language = subprocess.run(command, capture_output=True, text=True)
+  assert no_language.returncode == 1
+  assert "--tokenized_reference needs --language" in no_language.stderr
 
 
 def test_misaligned_files_fail_naming_both(tmp_path):
