@@ -63,6 +63,9 @@ class ParsingWsj(Text2TextProblem):
   vocab_size = 16000
   num_shards = {"train": 8, "dev": 1, "test": 1}
   pos_tags = False
+  # Section 6.3: maximum output length input length + 300, beam 21,
+  # alpha 0.3 (a linearized tree is about 3.5 times as long as its sentence).
+  decode_defaults = "beam_size=21,alpha=0.3,extra_length=300"
 
   def available_splits(self, tmp_dir, raw_data_dir=None):
     if raw_data_dir is None:

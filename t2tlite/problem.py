@@ -65,6 +65,17 @@ def register_problem(name=None):
   return decorator
 
 
+def decode_defaults(name):
+  """The decode_defaults of problem `name`, or "" (with a warning) when no
+  registered problem has that name, e.g. a plugin that was not loaded."""
+  try:
+    return get_problem(name).decode_defaults
+  except registry.RegistryError:
+    logging.warning("Problem %s is not registered (a plugin not loaded?): "
+                    "decoding with the generic defaults.", name)
+    return ""
+
+
 def get_problem(name):
   """A new instance of the registered problem `name` (or `NAME_rev`).
 
@@ -97,6 +108,9 @@ class Problem:
   """
   name = None  # set by register_problem on the class
   num_shards = {"train": 10, "dev": 1, "test": 1}
+  # Decode hparams ("beam_size=4,alpha=0.6") that t2t-decoder, t2t-attention
+  # and t2t-exporter start from; --decode_hparams overrides them.
+  decode_defaults = ""
 
   def __init__(self, reverse=False):
     self.data_name = type(self).name or _snake_case(type(self).__name__)

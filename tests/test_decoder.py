@@ -77,6 +77,53 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
 
 
 @pytest.mark.timeout(180)
+def test_t2t_decoder_return_beams_writes_every_beam(trained, tmp_path):
+  folder, model, vocab = trained
+  lines = ["A dog runs.", "", "Two men sit on a bench."]
+  source = tmp_path / "in.en"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  target = tmp_path / "out.de"
+  run = run_decoder(
+      f"--output_dir={folder}", f"--decode_from_file={source}",
+      f"--decode_to_file={target}",
+      "--decode_hparams=beam_size=3,extra_length=4,return_beams=true")
+  assert run.returncode == 0, run.stderr
+  written = target.read_text(encoding="utf-8").splitlines()
+  hp = DecodeHParams(beam_size=3, extra_length=4, return_beams=True)
+  outputs, scores = Decoder(model, vocab, hp).decode_lines(lines,
+                                                           progress=False)
+  assert written[1] == ""  # empty input, empty line
+  for line, texts, beam_scores in zip(written[::2], outputs[::2],
+                                      scores[::2]):
+    fields = line.split("\t")
+    assert fields[0::2] == texts
+    assert [float(f) for f in fields[1::2]] == pytest.approx(
+        list(beam_scores), abs=1e-4)
+
+
+@pytest.mark.timeout(180)
+def test_t2t_decoder_postprocess_gives_trees_of_the_input_words(tmp_path):
+  from t2tlite.data import trees
+  folder = str(tmp_path / "parser")
+  make_run_folder(folder, problem="parsing_wsj")
+  lines = ["The cat sat .", "", "Stocks rose sharply in heavy trading ."]
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  target = tmp_path / "out.txt"
+  # An untrained model: its output is rarely a tree; postprocess repairs it.
+  # The override replaces parsing_wsj's beam 21 and input length + 300.
+  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
+                    f"--decode_to_file={target}", "--postprocess",
+                    "--decode_hparams=beam_size=2,extra_length=8")
+  assert run.returncode == 0, run.stderr
+  written = target.read_text(encoding="utf-8").splitlines()
+  assert len(written) == 3 and written[1] == ""
+  for line, words in ((written[0], lines[0]), (written[2], lines[2])):
+    (tree,) = trees.parse_trees(line)
+    assert tree.words() == words.split()
+
+
+@pytest.mark.timeout(180)
 def test_t2t_decoder_interactive(trained):
   folder, model, vocab = trained
   run = run_decoder(f"--output_dir={folder}", "--decode_interactive",

@@ -13,6 +13,7 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite import hparams_lib
+from t2tlite import problem as problem_lib
 from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode.beam_search import INF, beam_search, greedy_search
 
@@ -51,6 +52,13 @@ class DecodeHParams:
     types = {f.name: f.type for f in dataclasses.fields(cls)}
     return cls(**hparams_lib.parse_typed_overrides(text, types,
                                                    "decode hparam"))
+
+  @classmethod
+  def for_problem(cls, problem_name, overrides=""):
+    """The problem's `decode_defaults` (e.g. parsing: beam 21, alpha 0.3,
+    input length + 300, as in the paper) with `overrides` applied on top."""
+    defaults = problem_lib.decode_defaults(problem_name)
+    return cls.parse(",".join(filter(None, [defaults, overrides])))
 
 
 def decode_lengths(model, inputs, extra_length):

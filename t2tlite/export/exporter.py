@@ -67,12 +67,12 @@ def check_serving_ops(saved_model_dir):
   return ops
 
 
-def _decode_hparams(decode_hparams):
-  if decode_hparams is None:
-    return DecodeHParams()
-  if isinstance(decode_hparams, str):
-    return DecodeHParams.parse(decode_hparams)
-  return decode_hparams
+def _decode_hparams(decode_hparams, problem_name):
+  """DecodeHParams as given, or the problem's defaults with the overrides
+  string (or None) on top."""
+  if isinstance(decode_hparams, DecodeHParams):
+    return decode_hparams
+  return DecodeHParams.for_problem(problem_name, decode_hparams or "")
 
 
 def _publish(tmp, export_dir):
@@ -101,17 +101,20 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
     export_dir: where version folders go; default OUTPUT_DIR/export.
     checkpoint_path: a checkpoint prefix or folder (e.g. OUTPUT_DIR/averaged);
       default the newest checkpoint in output_dir.
-    decode_hparams: DecodeHParams, a "beam_size=4,alpha=0.6" string or None
-      (defaults); fixed in the exported graph.
+    decode_hparams: DecodeHParams, or a "beam_size=4,alpha=0.6" string (or
+      None) applied over the problem's decode_defaults; fixed in the
+      exported graph.
   Returns:
     The new version folder, EXPORT_DIR/<version>.
   Raises:
     FileNotFoundError: no trained run or checkpoint (names the folder).
     ValueError: bad decode hparams, or an op TF Serving may lack.
   """
-  hp = _decode_hparams(decode_hparams)
+  if isinstance(decode_hparams, str):
+    DecodeHParams.parse(decode_hparams)  # fail before loading the model
   model, info, checkpoint = run_dir.load_trained_model(output_dir,
                                                        checkpoint_path)
+  hp = _decode_hparams(decode_hparams, info.problem)
   vocab = Vocabulary.from_file(info.vocab_file)
   module = ServingModule(model, vocab, hp)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
