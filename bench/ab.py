@@ -1,16 +1,19 @@
-"""Same-process A/B timing of decoding with and without a speed change.
+"""Same-process A/B timing of decoding with and without speed changes.
 
     python bench/ab.py [--dtype mixed_bfloat16] [--xla] [--rounds 5]
 
-The machine is shared, so separate runs are not comparable: here both
+The machine is shared, so separate runs are not comparable: here the
 variants are traced in one process on one model (same weights, same inputs)
 and their timed calls alternate (round-robin), `--rounds` times; one JSON
 line per variant with its median, the speedup and whether the outputs agree.
-  cast_every_step: the search as before: under mixed precision each decoding
-                   step casts every weight to bfloat16 again.
-  cast_once:       decode_ids casts them once per search
-                   (Transformer.weights_cast_once).
-Both run the run.py decode_base search (EOS disabled, 32 steps).
+  cast_every_step:     under mixed precision each decoding step casts every
+                       weight to bfloat16 again (the code before
+                       Transformer.weights_cast_once).
+  broadcasting_matmul: weights cast once, but every position-wise linear map
+                       a broadcasting tf.matmul of [batch, 1, d] (the code
+                       before t2tlite/layers/linear.py).
+  current:             the library as it is.
+All run the run.py decode_base search (EOS disabled, 32 steps).
 """
 import argparse
 import contextlib
@@ -24,6 +27,9 @@ import tensorflow as tf
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import run as bench_run  # noqa: E402
 import t2tlite  # noqa: E402
+from t2tlite.layers import attention, embedding, feed_forward  # noqa: E402
+
+LAYER_MODULES = (attention, embedding, feed_forward)
 
 
 class CastEveryStep(bench_run.EosDisabled):
@@ -31,8 +37,29 @@ class CastEveryStep(bench_run.EosDisabled):
     return contextlib.nullcontext()
 
 
-VARIANTS = {"cast_every_step": CastEveryStep,
-            "cast_once": bench_run.EosDisabled}
+def broadcasting_matmul(x, kernel, transpose_kernel=False):
+  return tf.matmul(x, kernel, transpose_b=transpose_kernel)
+
+
+# name: (model wrapper, position-wise linear map)
+VARIANTS = {
+    "cast_every_step": (CastEveryStep, broadcasting_matmul),
+    "broadcasting_matmul": (bench_run.EosDisabled, broadcasting_matmul),
+    "current": (bench_run.EosDisabled, feed_forward.position_wise),
+}
+
+
+@contextlib.contextmanager
+def linear_map(fn):
+  """Layers trace with `fn` as their position-wise linear map."""
+  originals = [m.position_wise for m in LAYER_MODULES]
+  for module in LAYER_MODULES:
+    module.position_wise = fn
+  try:
+    yield
+  finally:
+    for module, original in zip(LAYER_MODULES, originals):
+      module.position_wise = original
 
 
 def main():
@@ -48,12 +75,13 @@ def main():
   inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
                                 length)
   fns, outputs = {}, {}
-  for name, wrapper in VARIANTS.items():
+  for name, (wrapper, linear_fn) in VARIANTS.items():
     fns[name] = tf.function(
         lambda x, w=wrapper(model): t2tlite.decode.decoding.decode_ids(
             w, x, beam_size=4, alpha=0.6, extra_length=0)["outputs"],
         jit_compile=args.xla)
-    outputs[name] = fns[name](inputs).numpy()  # trace (and compile)
+    with linear_map(linear_fn):
+      outputs[name] = fns[name](inputs).numpy()  # trace (and compile)
   times = bench_run.round_robin(
       {name: (lambda f=fn: f(inputs)) for name, fn in fns.items()},
       args.rounds)

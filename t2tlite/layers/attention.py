@@ -7,6 +7,7 @@ negative number where it is not (padding, future positions).
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.linear import position_wise
 from t2tlite.layers.weights import cast_weight
 
 # Large enough that exp() underflows to exactly 0 in float32, small enough to
@@ -119,7 +120,8 @@ class MultiHeadAttention(keras.layers.Layer):
 
   def project_query(self, query):
     """[batch, q_len, d_model] -> [batch, heads, q_len, d_k]."""
-    return self._split_heads(tf.matmul(query, self._kernel(self.w_q)), self.d_k)
+    return self._split_heads(position_wise(query, self._kernel(self.w_q)),
+                             self.d_k)
 
   def project_memory(self, memory):
     """Keys and values of `memory` [batch, k_len, d_model].
@@ -127,8 +129,10 @@ class MultiHeadAttention(keras.layers.Layer):
     Returns:
       (k [batch, heads, k_len, d_k], v [batch, heads, k_len, d_v]).
     """
-    k = self._split_heads(tf.matmul(memory, self._kernel(self.w_k)), self.d_k)
-    v = self._split_heads(tf.matmul(memory, self._kernel(self.w_v)), self.d_v)
+    k = self._split_heads(position_wise(memory, self._kernel(self.w_k)),
+                          self.d_k)
+    v = self._split_heads(position_wise(memory, self._kernel(self.w_v)),
+                          self.d_v)
     return k, v
 
   def attend(self, q, k, v, bias, training=False):
@@ -143,7 +147,8 @@ class MultiHeadAttention(keras.layers.Layer):
     """
     heads, weights = scaled_dot_product_attention(
         q, k, v, bias, self.weights_dropout, training)
-    return tf.matmul(self._merge_heads(heads), self._kernel(self.w_o)), weights
+    return (position_wise(self._merge_heads(heads), self._kernel(self.w_o)),
+            weights)
 
   def call(self, query, memory=None, bias=None, training=False,
            return_attention_weights=False):

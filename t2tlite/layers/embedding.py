@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.linear import position_wise
 from t2tlite.layers.weights import cast_weight
 
 
@@ -41,7 +42,7 @@ class SharedEmbedding(keras.layers.Layer):
   def logits(self, x):
     """[batch, len, d_model] -> float32 [batch, len, vocab]."""
     table = cast_weight(self.embeddings, self.compute_dtype)
-    return tf.cast(tf.matmul(x, table, transpose_b=True), tf.float32)
+    return tf.cast(position_wise(x, table, transpose_kernel=True), tf.float32)
 
   def get_config(self):
     config = super().get_config()

@@ -2,6 +2,7 @@
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.linear import position_wise
 from t2tlite.layers.weights import cast_weight
 
 
@@ -34,10 +35,10 @@ class FeedForward(keras.layers.Layer):
 
   def call(self, x, training=False):
     dtype = self.compute_dtype  # explicit casts: also used while decoding
-    hidden = tf.nn.relu(tf.matmul(x, cast_weight(self.w1, dtype)) +
+    hidden = tf.nn.relu(position_wise(x, cast_weight(self.w1, dtype)) +
                         cast_weight(self.b1, dtype))
     hidden = self.dropout(hidden, training=training)
-    return (tf.matmul(hidden, cast_weight(self.w2, dtype)) +
+    return (position_wise(hidden, cast_weight(self.w2, dtype)) +
             cast_weight(self.b2, dtype))
 
   def get_config(self):
