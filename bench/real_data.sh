@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The real-data results of BUILD_NOTES.md, end to end through the commands.
+#
+#   bench/real_data.sh multi30k WORK_DIR     # EN->DE, 2,000 steps (about an hour here)
+#   bench/real_data.sh wsj WORK_DIR          # parsing the WSJ sample, 1,800 steps
+#
+# Reads ../shared/data (beside the repository); writes data, checkpoints,
+# outputs and the scores into WORK_DIR; prints the scores at the end.
+set -euo pipefail
+task=${1:?usage: bench/real_data.sh multi30k|wsj WORK_DIR}
+work=${2:?usage: bench/real_data.sh multi30k|wsj WORK_DIR}
+shared=$(cd "$(dirname "$0")/../../shared/data" && pwd)
+mkdir -p "$work"
+
+multi30k() {
+  local data=$work/m30k_data run=$work/m30k_small
+  t2t-datagen --problem=translate_ende_wmt --data_dir="$data" \
+      --raw_data_dir="$shared/multi30k/raw" --vocab_size=8000
+  t2t-trainer --problem=translate_ende_wmt --hparams_set=transformer_small \
+      --hparams="warmup_steps=800" --data_dir="$data" --output_dir="$run" \
+      --train_steps=2000 --mixed_precision=bfloat16 \
+      --schedule=train_and_evaluate --local_eval_frequency=500 \
+      --save_checkpoints_secs=240 --keep_checkpoint_max=10 --random_seed=1
+  t2t-avg-checkpoints --output_dir="$run" --n=5
+  zcat "$shared/multi30k/raw/test_2016_flickr.en.gz" > "$work/test2016.en"
+  zcat "$shared/multi30k/raw/test_2016_flickr.de.gz" > "$work/test2016.de"
+  t2t-decoder --output_dir="$run" --checkpoint_path="$run/averaged" \
+      --decode_hparams="beam_size=4,alpha=0.6,batch_size=64" \
+      --decode_from_file="$work/test2016.en" \
+      --decode_to_file="$work/test2016.out.de"
+  t2t-bleu --translation="$work/test2016.out.de" \
+      --reference="$work/test2016.de" \
+      --tokenized_reference="$shared/multi30k/tok/test_2016_flickr.lc.norm.tok.de" \
+      --language=de | tee "$work/test2016.bleu.txt"
+}
+
+wsj() {
+  local data=$work/wsj_data run=$work/wsj_small
+  t2t-datagen --problem=parsing_wsj --data_dir="$data" \
+      --raw_data_dir="$shared/wsj_sample"
+  t2t-trainer --problem=parsing_wsj --hparams_set=transformer_small \
+      --hparams="max_length=256,batch_size=2048,warmup_steps=500,learning_rate_scale=0.5,learning_rate_cooldown_steps=600" \
+      --data_dir="$data" --output_dir="$run" --train_steps=1800 \
+      --mixed_precision=bfloat16 --schedule=train_and_evaluate \
+      --local_eval_frequency=600 --save_checkpoints_secs=120 \
+      --keep_checkpoint_max=10 --random_seed=1
+  t2t-avg-checkpoints --output_dir="$run" --n=5
+  t2t-decoder --output_dir="$run" --checkpoint_path="$run/averaged" \
+      --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
+      --decode_to_file="$work/wsj_dev.pred.txt" --postprocess
+  t2t-parse-eval --prediction="$work/wsj_dev.pred.txt" \
+      --reference="$shared/wsj_sample/wsj_01[67]*.mrg" \
+      | tee "$work/wsj_dev.f1.txt"
+}
+
+"$task"
