@@ -80,7 +80,9 @@ def test_multi30k_end_to_end_bleu_above_floor(tmp_path):
                    f"--reference={reference}",
                    f"--tokenized_reference={tokenized}", "--language=de")
   print(report)
-  sacrebleu_score = float(re.match(r"BLEU = ([\d.]+)", report).group(1))
+  # The output also holds TensorFlow's log lines (stderr is merged in).
+  sacrebleu_score = float(re.search(r"^BLEU = ([\d.]+)", report,
+                                    re.M).group(1))
   tokenized_score = float(re.search(
       r"lowercased Moses-tokenized BLEU against .*: BLEU = ([\d.]+)",
       report).group(1))

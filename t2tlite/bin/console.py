@@ -49,7 +49,9 @@ def run(body, module_name, errors=USER_ERRORS, required=()):
   if not main_module.__doc__:
     main_module.__doc__ = sys.modules[module_name].__doc__
   flags.mark_flags_as_required(list(required))
-  name = command_name(module_name)
+  # Under `python -m`, module_name is "__main__"; the spec has the real name.
+  spec = getattr(sys.modules[module_name], "__spec__", None)
+  name = command_name(spec.name if spec else module_name)
 
   def main(argv):
     if len(argv) > 1:
