@@ -168,10 +168,17 @@ def matmul_gflops(n=2048, steps=3, dtype=tf.float32):
   return 2 * n**3 / statistics.median(times) / 1e9
 
 
+def read_back(value):
+  """Copies a result (tensors, possibly bfloat16, or a nest of them) to the
+  host, so that its computation has finished."""
+  return tf.nest.map_structure(
+      lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t), value)
+
+
 def round_robin(fns, rounds):
-  """Times each of fns (name -> no-argument callable returning something
-  np.asarray can read back) once per round, in turn, `rounds` rounds: on a
-  shared machine, load changes then affect every variant alike.
+  """Times each of fns (name -> no-argument callable returning tensors)
+  once per round, in turn, `rounds` rounds: on a shared machine, load
+  changes then affect every variant alike.
 
   Returns:
     {name: [seconds per call]}.
@@ -180,7 +187,7 @@ def round_robin(fns, rounds):
   for _ in range(rounds):
     for name, fn in fns.items():
       start = time.perf_counter()
-      np.asarray(fn())
+      read_back(fn())
       times[name].append(time.perf_counter() - start)
   return times
 
