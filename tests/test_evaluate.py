@@ -141,6 +141,20 @@ def test_t2t_bleu_tokenized_reference(tmp_path):
   assert "--tokenized_reference needs --language" in no_language.stderr
 
 
+@pytest.mark.timeout(120)
+def test_t2t_bleu_expands_a_leading_tilde(tmp_path):
+  # `--flag=~/x` reaches the command unexpanded; it expands it.
+  write(tmp_path / "hyp", TRANSLATIONS)
+  write(tmp_path / "ref", REFERENCES)
+  run = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_bleu", "--translation=~/hyp",
+       "--reference=~/ref"], capture_output=True, text=True,
+      env=dict(os.environ, HOME=str(tmp_path)))
+  assert run.returncode == 0, run.stderr[-2000:]
+  assert run.stdout.splitlines()[0] == str(
+      sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES]))
+
+
 def test_misaligned_files_fail_naming_both(tmp_path):
   short = write(tmp_path / "short", TRANSLATIONS[:2])
   ref = write(tmp_path / "ref", REFERENCES)

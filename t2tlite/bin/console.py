@@ -8,10 +8,13 @@
   flags (its own and the ones it adopted) under sys.argv[0], and shows the
   module's docstring as the usage text.
 * Positional arguments are a usage error.
+* A leading `~` in the path flags named is expanded (shells leave it alone
+  after `--flag=`).
 * An expected failure (bad input, a missing file; the `errors` given) prints
   `t2t-NAME: error: MESSAGE` to stderr and exits with code 1, without a
   traceback; anything else is a bug and keeps its traceback.
 """
+import os
 import sys
 
 from absl import app
@@ -33,7 +36,7 @@ def command_name(module_name):
   return module_name.rsplit(".", 1)[-1].replace("_", "-")
 
 
-def run(body, module_name, errors=USER_ERRORS, required=()):
+def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=()):
   """Parses the flags, then runs `body()` as the command `module_name`.
 
   Args:
@@ -41,6 +44,7 @@ def run(body, module_name, errors=USER_ERRORS, required=()):
     module_name: the command's module (`__name__`), whose flags --help lists.
     errors: exception types reported as `NAME: error: MESSAGE`, exit code 1.
     required: names of flags that must be given.
+    path_flags: names of string flags holding paths, `~`-expanded.
   """
   flag_values = flags.FLAGS
   for flag in flag_values.get_key_flags_for_module(module_name):
@@ -56,6 +60,9 @@ def run(body, module_name, errors=USER_ERRORS, required=()):
   def main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    for flag in path_flags:
+      if flag_values[flag].value:
+        flag_values[flag].value = os.path.expanduser(flag_values[flag].value)
     try:
       return body() or 0
     except errors as error:

@@ -40,7 +40,8 @@ def _run():
 
 
 def main():
-  console.run(_run, __name__, required=["input", "plot_dir"])
+  console.run(_run, __name__, required=["input", "plot_dir"],
+              path_flags=["output_dir", "checkpoint_path", "plot_dir"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ r"""t2t-avg-checkpoints: averages the last N checkpoints of a run (section 6.1).
 Writes OUTPUT_DIR/averaged/ckpt-STEP (model weights only); decode or export it
 with --checkpoint_path=OUTPUT_DIR/averaged.
 """
-import os
 
 from absl import flags
 
@@ -21,12 +20,13 @@ FLAGS = flags.FLAGS
 
 def _run():
   from t2tlite.train import averaging
-  print(averaging.average_checkpoints(os.path.expanduser(FLAGS.output_dir),
+  print(averaging.average_checkpoints(FLAGS.output_dir,
                                       FLAGS.n))
 
 
 def main():
-  console.run(_run, __name__, required=["output_dir"])
+  console.run(_run, __name__, required=["output_dir"],
+              path_flags=["output_dir"])
 
 
 if __name__ == "__main__":

@@ -57,7 +57,8 @@ def _run():
 
 
 def main():
-  console.run(_run, __name__, required=["translation", "reference"])
+  console.run(_run, __name__, required=["translation", "reference"],
+              path_flags=["translation", "reference", "tokenized_reference"])
 
 
 if __name__ == "__main__":

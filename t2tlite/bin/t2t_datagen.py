@@ -64,6 +64,7 @@ def _run():
 
 def main():
   console.run(_run, __name__, required=["problem", "data_dir"],
+              path_flags=["data_dir", "tmp_dir", "raw_data_dir", "t2t_usr_dir"],
               errors=(problem_lib.DataError, registry.RegistryError,
                       FileNotFoundError))
 

@@ -130,7 +130,9 @@ def _run():
 
 
 def main():
-  console.run(_run, __name__)
+  console.run(_run, __name__,
+              path_flags=["output_dir", "checkpoint_path", "decode_from_file",
+                          "decode_to_file", "t2t_usr_dir"])
 
 
 if __name__ == "__main__":

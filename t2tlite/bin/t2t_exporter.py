@@ -13,7 +13,6 @@ fixed at export. Inputs longer than hparams.max_length tokens (EOS included)
 are truncated. Serve it with
 `tensorflow_model_server --model_name=NAME --model_base_path=EXPORT_DIR`.
 """
-import os
 
 from absl import app
 from absl import flags
@@ -30,22 +29,20 @@ flags.DEFINE_string("export_dir", None, "Folder of the version folders "
 FLAGS = flags.FLAGS
 
 
-def _expand(path):
-  return os.path.expanduser(path) if path else path
 
 
 def _run():
   if not FLAGS.output_dir:
     raise app.UsageError("--output_dir is required: the training folder.")
   from t2tlite.export.exporter import export_saved_model
-  print(export_saved_model(_expand(FLAGS.output_dir),
-                           export_dir=_expand(FLAGS.export_dir),
-                           checkpoint_path=_expand(FLAGS.checkpoint_path),
+  print(export_saved_model(FLAGS.output_dir, export_dir=FLAGS.export_dir,
+                           checkpoint_path=FLAGS.checkpoint_path,
                            decode_hparams=FLAGS.decode_hparams))
 
 
 def main():
-  console.run(_run, __name__)
+  console.run(_run, __name__,
+              path_flags=["output_dir", "checkpoint_path", "export_dir"])
 
 
 if __name__ == "__main__":

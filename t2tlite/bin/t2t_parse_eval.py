@@ -49,7 +49,8 @@ def _run():
 
 
 def main():
-  console.run(_run, __name__, required=["prediction", "reference"])
+  console.run(_run, __name__, required=["prediction", "reference"],
+              path_flags=["prediction", "reference"])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ Running the same command again resumes from the latest checkpoint in
 output_dir with the hparams saved there. With several workers in TF_CONFIG,
 run the same command on each worker.
 """
-import os
 
 from absl import flags
 from absl import logging
@@ -82,9 +81,9 @@ _RECORDED_FLAGS = (
     "generate_data", "tmp_dir", "raw_data_dir", "t2t_usr_dir", "train_steps",
     "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
     "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
-    "mixed_precision", "random_seed")
-class UserError(Exception):
-  """A problem with the command line or the output_dir, reported plainly."""
+    "mixed_precision", "random_seed", "log_step_count_steps")
+_PATH_FLAGS = ("output_dir", "data_dir", "tmp_dir", "raw_data_dir",
+               "t2t_usr_dir")
 
 
 def registry_help():
@@ -95,10 +94,6 @@ def registry_help():
     lines.append(f"{title}:")
     lines.extend(f"  {name}" for name in reg.names() or ["(none)"])
   return "\n".join(lines)
-
-
-def _expand(path):
-  return os.path.expanduser(path) if path else path
 
 
 def _saved_run(output_dir):
@@ -115,12 +110,12 @@ def _resolve_setup(output_dir):
   and any saved run."""
   saved = _saved_run(output_dir)
   problem_name = FLAGS.problem or saved.get("problem")
-  data_dir = _expand(FLAGS.data_dir or saved.get("data_dir"))
+  data_dir = FLAGS.data_dir or saved.get("data_dir")
   if not problem_name or not data_dir:
-    raise UserError("--problem and --data_dir are required (a restart may "
+    raise console.CommandError("--problem and --data_dir are required (a restart may "
                     "leave them out: they are read from run.json).")
   if saved and problem_name != saved["problem"]:
-    raise UserError(f"{output_dir} holds a run of --problem="
+    raise console.CommandError(f"{output_dir} holds a run of --problem="
                     f"{saved['problem']}, not {problem_name}; use another "
                     "--output_dir.")
   problem = problem_lib.get_problem(problem_name)
@@ -130,7 +125,7 @@ def _resolve_setup(output_dir):
   except trainer_lib.HParamsConflictError:
     raise
   except (ValueError, TypeError) as error:
-    raise UserError(str(error)) from None
+    raise console.CommandError(str(error)) from None
   return problem, hp, data_dir, saved
 
 
@@ -144,8 +139,8 @@ def _train(output_dir):
     keras.utils.set_random_seed(FLAGS.random_seed)
   if FLAGS.generate_data:
     if chief:
-      problem.generate_data(data_dir, _expand(FLAGS.tmp_dir),
-                            raw_data_dir=_expand(FLAGS.raw_data_dir))
+      problem.generate_data(data_dir, FLAGS.tmp_dir,
+                            raw_data_dir=FLAGS.raw_data_dir)
     strategy_lib.any_worker(strategy, True)  # others wait for the data
   vocab = problem.vocabulary(data_dir)
   if chief:
@@ -172,7 +167,7 @@ def _train(output_dir):
   trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
-      raise UserError(f"--schedule=evaluate: no checkpoint in {output_dir}.")
+      raise console.CommandError(f"--schedule=evaluate: no checkpoint in {output_dir}.")
     metrics = trainer.evaluate()
   else:
     metrics = trainer.train()
@@ -200,13 +195,13 @@ def _run():
     print(registry_help())
     return
   if not FLAGS.output_dir:
-    raise UserError("--output_dir is required.")
-  _train(_expand(FLAGS.output_dir))
+    raise console.CommandError("--output_dir is required.")
+  _train(FLAGS.output_dir)
 
 
 def main():
-  console.run(_run, __name__,
-              errors=(UserError, registry.RegistryError, problem_lib.DataError,
+  console.run(_run, __name__, path_flags=_PATH_FLAGS,
+              errors=(console.CommandError, registry.RegistryError, problem_lib.DataError,
                       FileNotFoundError, trainer_lib.HParamsConflictError,
                       trainer_lib.NonFiniteLossError))
 
