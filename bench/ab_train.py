@@ -23,16 +23,11 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run as bench_run  # noqa: E402
+from ab import broadcasting_matmul, linear_map  # noqa: E402
 import t2tlite  # noqa: E402
-from t2tlite.layers import attention, embedding, feed_forward  # noqa: E402
+from t2tlite.layers import feed_forward  # noqa: E402
 from t2tlite.train import strategy as strategy_lib  # noqa: E402
 from t2tlite.train.trainer import TrainConfig, Trainer  # noqa: E402
-
-LAYER_MODULES = (attention, embedding, feed_forward)
-
-
-def broadcasting_matmul(x, kernel, transpose_kernel=False):
-  return tf.matmul(x, kernel, transpose_b=transpose_kernel)
 
 
 def make_step(args, linear_fn, features, vocab, hp, output_dir):
@@ -46,14 +41,8 @@ def make_step(args, linear_fn, features, vocab, hp, output_dir):
                        mixed_precision=args.mixed_precision)
   trainer = Trainer(hp, config, strategy, vocab, dataset)
   iterator = iter(dataset("train", True))
-  originals = [m.position_wise for m in LAYER_MODULES]
-  for module in LAYER_MODULES:
-    module.position_wise = linear_fn
-  try:
+  with linear_map(linear_fn):
     out = trainer._train_step(iterator)  # traces (and compiles) here
-  finally:
-    for module, original in zip(LAYER_MODULES, originals):
-      module.position_wise = original
   first_loss = float(out["loss"]) / float(out["target_tokens"])
   return (lambda: trainer._train_step(iterator)["loss"]), first_loss
 
