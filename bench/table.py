@@ -22,6 +22,11 @@ def read(path):
     return [json.loads(line) for line in f if line.startswith("{")]
 
 
+def own_lines(results):
+  """t2tlite's lines (a peer's line names its "implementation")."""
+  return [r for r in results if "implementation" not in r]
+
+
 def median_cell(values, digits):
   if not values:
     return "-"
@@ -31,7 +36,7 @@ def median_cell(values, digits):
 def speed_table(results):
   groups = collections.defaultdict(list)
   same = collections.defaultdict(list)
-  for r in results:
+  for r in own_lines(results):
     if r.get("work") in FIGURE:
       key = (r["work"], r["mixed_precision"], r["xla"])
       groups[key].append(r[FIGURE[r["work"]]])
@@ -53,7 +58,7 @@ def speed_table(results):
 
 def fraction_table(results):
   groups = collections.defaultdict(list)
-  for r in results:
+  for r in own_lines(results):
     if r.get("work") in FIGURE:
       groups[(r["work"], r["mixed_precision"], r["xla"])].append(
           r["gflop_per_s"])
@@ -63,6 +68,33 @@ def fraction_table(results):
     cells = [median_cell(groups[(work, p, x)], 0) for p, x in VARIANTS]
     lines.append(f"| {work} (GFLOP/s) | " + " | ".join(cells) + " |")
   return lines
+
+
+def peer_table(results):
+  """t2tlite's faster variant (graph or XLA) against each peer measured in
+  the same file, per training work and precision."""
+  own = collections.defaultdict(list)
+  peers = collections.defaultdict(list)
+  for r in results:
+    if r.get("work") not in ("train_base", "train_tiny"):
+      continue
+    if "implementation" in r:
+      peers[(r["work"], r["mixed_precision"], r["implementation"])].append(
+          r["tokens_per_s"])
+    else:
+      own[(r["work"], r["mixed_precision"], r["xla"])].append(
+          r["tokens_per_s"])
+  lines = ["| work | precision | t2tlite tok/s | peer | peer tok/s | ratio |",
+           "| --- | --- | ---: | --- | ---: | ---: |"]
+  for (work, precision, name), values in sorted(peers.items()):
+    variants = [statistics.median(own[(work, precision, xla)])
+                for xla in (False, True) if own[(work, precision, xla)]]
+    if not variants:
+      continue
+    best, peer = max(variants), statistics.median(values)
+    lines.append(f"| {work} | {precision} | {best:,.0f} | {name} | "
+                 f"{peer:,.0f} ({len(values)}) | {best / peer:.2f}x |")
+  return lines if len(lines) > 2 else []
 
 
 def scaling_table(results):
@@ -98,7 +130,8 @@ def main(argv):
     sys.exit(__doc__)
   results = read(argv[1])
   for block in (speed_table(results), fraction_table(results),
-                scaling_table(results), other_lines(results)):
+                peer_table(results), scaling_table(results),
+                other_lines(results)):
     print("\n".join(block) + "\n")
 
 
