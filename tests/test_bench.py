@@ -1,0 +1,37 @@
+"""The benchmark scripts run and their table reads what they wrote."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))), "bench")
+
+
+@pytest.mark.timeout(300)
+def test_train_tiny_line_and_table(tmp_path):
+  result = subprocess.run(
+      [sys.executable, os.path.join(BENCH, "run.py"), "--work", "train_tiny",
+       "--steps", "5", "--warmup", "1", "--no_peak_now"],
+      capture_output=True, text=True, timeout=280, check=True)
+  lines = [l for l in result.stdout.splitlines() if l.startswith("{")]
+  assert len(lines) == 1, result.stdout
+  line = json.loads(lines[0])
+  assert line["work"] == "train_tiny" and line["steps"] == 5
+  assert line["target_tokens_per_step"] == 128 * 32
+  # The figure is the target tokens of a step over the median step time.
+  assert line["tokens_per_s"] == pytest.approx(
+      4096 / line["step_s_median"], rel=1e-3)
+  assert line["step_s_min"] <= line["step_s_median"] <= line["step_s_max"]
+  # 2+2 layers, d_model 256, d_ff 1024, shared vocab 8,000 (tied softmax).
+  assert 5_000_000 < line["params"] < 6_500_000
+  results = tmp_path / "results.jsonl"
+  results.write_text(lines[0] + "\n")
+  table = subprocess.run(
+      [sys.executable, os.path.join(BENCH, "table.py"), str(results)],
+      capture_output=True, text=True, timeout=60, check=True).stdout
+  row = next(r for r in table.splitlines()
+             if r.startswith("| train_tiny (tokens_per_s)"))
+  assert f"| {line['tokens_per_s']:,.0f} (1) |" in row
