@@ -31,18 +31,13 @@ flags.DEFINE_string("language", None, "Moses language code of the "
 FLAGS = flags.FLAGS
 
 
-def _tokenized_line():
+def _tokenized_line(translations):
   if not FLAGS.language:
     raise ValueError("--tokenized_reference needs --language (the Moses "
                      "language code of the translation, such as de).")
-  translations = bleu.read_lines(FLAGS.translation, "translation")
-  references = bleu.read_lines(FLAGS.tokenized_reference,
-                               "tokenized_reference")
-  if len(translations) != len(references):
-    raise ValueError(
-        f"--translation={FLAGS.translation} has {len(translations)} lines "
-        f"but --tokenized_reference={FLAGS.tokenized_reference} has "
-        f"{len(references)}; they must be aligned line by line.")
+  references = bleu.read_reference(FLAGS.tokenized_reference,
+                                   "tokenized_reference", translations,
+                                   FLAGS.translation)
   score = moses_bleu.lowercase_tokenized_bleu(translations, references,
                                               FLAGS.language)
   return (f"lowercased Moses-tokenized BLEU against "
@@ -50,9 +45,12 @@ def _tokenized_line():
 
 
 def _run():
-  lines = bleu.file_bleu(FLAGS.translation, FLAGS.reference).lines()
+  translations = bleu.read_lines(FLAGS.translation, "translation")
+  references = bleu.read_reference(FLAGS.reference, "reference", translations,
+                                   FLAGS.translation)
+  lines = bleu.corpus_bleu(translations, references).lines()
   if FLAGS.tokenized_reference:
-    lines.append(_tokenized_line())
+    lines.append(_tokenized_line(translations))
   print("\n".join(lines))
 
 

@@ -98,6 +98,22 @@ def read_lines(path, flag):
     raise ValueError(f"--{flag}={path}: not UTF-8 text ({error})") from None
 
 
+def read_reference(path, flag, translations, translation_path):
+  """Lines of the reference file `path` (flag --`flag`), which must be as
+  many as `translations`, read from `translation_path`.
+
+  Raises:
+    ValueError: different line counts (both files named), or unreadable text.
+  """
+  references = read_lines(path, flag)
+  if len(translations) != len(references):
+    raise ValueError(
+        f"--translation={translation_path} has {len(translations)} lines but "
+        f"--{flag}={path} has {len(references)}; they must be "
+        "aligned line by line.")
+  return references
+
+
 def file_bleu(translation_path, reference_path):
   """`corpus_bleu` of two files aligned by line.
 
@@ -105,10 +121,6 @@ def file_bleu(translation_path, reference_path):
     ValueError: different line counts (both files named), or unreadable text.
   """
   translations = read_lines(translation_path, "translation")
-  references = read_lines(reference_path, "reference")
-  if len(translations) != len(references):
-    raise ValueError(
-        f"--translation={translation_path} has {len(translations)} lines but "
-        f"--reference={reference_path} has {len(references)}; they must be "
-        "aligned line by line.")
+  references = read_reference(reference_path, "reference", translations,
+                              translation_path)
   return corpus_bleu(translations, references)
