@@ -22,9 +22,14 @@ def read(path):
     return [json.loads(line) for line in f if line.startswith("{")]
 
 
-def own_lines(results):
-  """t2tlite's lines (a peer's line names its "implementation")."""
-  return [r for r in results if "implementation" not in r]
+def own_groups(results, value):
+  """{(work, precision, xla): [value(line), ...]} over t2tlite's lines of the
+  FIGURE works (a peer's line names its "implementation" and is left out)."""
+  groups = collections.defaultdict(list)
+  for r in results:
+    if r.get("work") in FIGURE and "implementation" not in r:
+      groups[(r["work"], r["mixed_precision"], r["xla"])].append(value(r))
+  return groups
 
 
 def median_cell(values, digits):
@@ -34,14 +39,8 @@ def median_cell(values, digits):
 
 
 def speed_table(results):
-  groups = collections.defaultdict(list)
-  same = collections.defaultdict(list)
-  for r in own_lines(results):
-    if r.get("work") in FIGURE:
-      key = (r["work"], r["mixed_precision"], r["xla"])
-      groups[key].append(r[FIGURE[r["work"]]])
-      if "same_as_uncompiled" in r:
-        same[key].append(r["same_as_uncompiled"])
+  groups = own_groups(results, lambda r: r[FIGURE[r["work"]]])
+  same = own_groups(results, lambda r: r.get("same_as_uncompiled"))
   lines = ["| work | fp32 graph | fp32 XLA | bf16 graph | bf16 XLA |",
            "| --- | ---: | ---: | ---: | ---: |"]
   for work, figure in FIGURE.items():
@@ -49,19 +48,16 @@ def speed_table(results):
     for precision, xla in VARIANTS:
       key = (work, precision, xla)
       cell = median_cell(groups[key], 2 if work == "decode_base" else 0)
-      if xla and same[key]:
-        cell += " same" if all(same[key]) else " differs"
+      checks = [c for c in same[key] if c is not None]
+      if xla and checks:
+        cell += " same" if all(checks) else " differs"
       cells.append(cell)
     lines.append(f"| {work} ({figure}) | " + " | ".join(cells) + " |")
   return lines
 
 
-def fraction_table(results):
-  groups = collections.defaultdict(list)
-  for r in own_lines(results):
-    if r.get("work") in FIGURE:
-      groups[(r["work"], r["mixed_precision"], r["xla"])].append(
-          r["gflop_per_s"])
+def gflops_table(results):
+  groups = own_groups(results, lambda r: r["gflop_per_s"])
   lines = ["| work | fp32 graph | fp32 XLA | bf16 graph | bf16 XLA |",
            "| --- | ---: | ---: | ---: | ---: |"]
   for work in FIGURE:
@@ -73,16 +69,11 @@ def fraction_table(results):
 def peer_table(results):
   """t2tlite's faster variant (graph or XLA) against each peer measured in
   the same file, per training work and precision."""
-  own = collections.defaultdict(list)
+  own = own_groups(results, lambda r: r[FIGURE[r["work"]]])
   peers = collections.defaultdict(list)
   for r in results:
-    if r.get("work") not in ("train_base", "train_tiny"):
-      continue
     if "implementation" in r:
       peers[(r["work"], r["mixed_precision"], r["implementation"])].append(
-          r["tokens_per_s"])
-    else:
-      own[(r["work"], r["mixed_precision"], r["xla"])].append(
           r["tokens_per_s"])
   lines = ["| work | precision | t2tlite tok/s | peer | peer tok/s | ratio |",
            "| --- | --- | ---: | --- | ---: | ---: |"]
@@ -129,7 +120,7 @@ def main(argv):
   if len(argv) != 2:
     sys.exit(__doc__)
   results = read(argv[1])
-  for block in (speed_table(results), fraction_table(results),
+  for block in (speed_table(results), gflops_table(results),
                 peer_table(results), scaling_table(results),
                 other_lines(results)):
     print("\n".join(block) + "\n")
