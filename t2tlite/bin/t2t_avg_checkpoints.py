@@ -20,8 +20,7 @@ FLAGS = flags.FLAGS
 
 def _run():
   from t2tlite.train import averaging
-  print(averaging.average_checkpoints(FLAGS.output_dir,
-                                      FLAGS.n))
+  print(averaging.average_checkpoints(FLAGS.output_dir, FLAGS.n))
 
 
 def main():

@@ -29,8 +29,6 @@ flags.DEFINE_string("export_dir", None, "Folder of the version folders "
 FLAGS = flags.FLAGS
 
 
-
-
 def _run():
   if not FLAGS.output_dir:
     raise app.UsageError("--output_dir is required: the training folder.")

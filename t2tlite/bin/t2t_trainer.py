@@ -112,12 +112,13 @@ def _resolve_setup(output_dir):
   problem_name = FLAGS.problem or saved.get("problem")
   data_dir = FLAGS.data_dir or saved.get("data_dir")
   if not problem_name or not data_dir:
-    raise console.CommandError("--problem and --data_dir are required (a restart may "
-                    "leave them out: they are read from run.json).")
+    raise console.CommandError(
+        "--problem and --data_dir are required (a restart may leave them "
+        "out: they are read from run.json).")
   if saved and problem_name != saved["problem"]:
-    raise console.CommandError(f"{output_dir} holds a run of --problem="
-                    f"{saved['problem']}, not {problem_name}; use another "
-                    "--output_dir.")
+    raise console.CommandError(
+        f"{output_dir} holds a run of --problem={saved['problem']}, not "
+        f"{problem_name}; use another --output_dir.")
   problem = problem_lib.get_problem(problem_name)
   try:
     hp = trainer_lib.resolve_hparams(output_dir, FLAGS.hparams_set,
@@ -167,7 +168,8 @@ def _train(output_dir):
   trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
-      raise console.CommandError(f"--schedule=evaluate: no checkpoint in {output_dir}.")
+      raise console.CommandError(
+          f"--schedule=evaluate: no checkpoint in {output_dir}.")
     metrics = trainer.evaluate()
   else:
     metrics = trainer.train()
@@ -201,8 +203,9 @@ def _run():
 
 def main():
   console.run(_run, __name__, path_flags=_PATH_FLAGS,
-              errors=(console.CommandError, registry.RegistryError, problem_lib.DataError,
-                      FileNotFoundError, trainer_lib.HParamsConflictError,
+              errors=(console.CommandError, registry.RegistryError,
+                      problem_lib.DataError, FileNotFoundError,
+                      trainer_lib.HParamsConflictError,
                       trainer_lib.NonFiniteLossError))
 
 
