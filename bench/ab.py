@@ -5,14 +5,18 @@
 The machine is shared, so separate runs are not comparable: here the
 variants are traced in one process on one model (same weights, same inputs)
 and their timed calls alternate (round-robin), `--rounds` times; one JSON
-line per variant with its median, the speedup and whether the outputs agree.
-  cast_every_step:     under mixed precision each decoding step casts every
-                       weight to bfloat16 again (the code before
-                       Transformer.weights_cast_once).
-  broadcasting_matmul: weights cast once, but every position-wise linear map
-                       a broadcasting tf.matmul of [batch, 1, d] (the code
-                       before t2tlite/layers/linear.py).
+line per variant with its median, its speed relative to `current` and
+whether its outputs equal current's.
   current:             the library as it is.
+  cast_every_step:     no Transformer.weights_cast_once: under mixed
+                       precision each decoding step casts every weight to
+                       bfloat16 again.
+  two_d_matmul:        every position-wise linear map of a step's
+                       [rows, 1, d] input reshaped to one 2-D matmul, as in
+                       training (t2tlite/layers/linear.py keeps such inputs
+                       rank 3).
+  plain_top_k:         candidates by tf.math.top_k over whole rows instead
+                       of by blocks (t2tlite/decode/vocab_top_k.py).
 All run the run.py decode_base search (EOS disabled, 32 steps).
 """
 import argparse
@@ -27,6 +31,7 @@ import tensorflow as tf
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import run as bench_run  # noqa: E402
 import t2tlite  # noqa: E402
+from t2tlite.decode import vocab_top_k  # noqa: E402
 from t2tlite.layers import attention, embedding, feed_forward  # noqa: E402
 
 LAYER_MODULES = (attention, embedding, feed_forward)
@@ -37,16 +42,11 @@ class CastEveryStep(bench_run.EosDisabled):
     return contextlib.nullcontext()
 
 
-def broadcasting_matmul(x, kernel, transpose_kernel=False):
-  return tf.matmul(x, kernel, transpose_b=transpose_kernel)
-
-
-# name: (model wrapper, position-wise linear map)
-VARIANTS = {
-    "cast_every_step": (CastEveryStep, broadcasting_matmul),
-    "broadcasting_matmul": (bench_run.EosDisabled, broadcasting_matmul),
-    "current": (bench_run.EosDisabled, feed_forward.position_wise),
-}
+def two_d_matmul(x, kernel, transpose_kernel=False):
+  flat = tf.matmul(tf.reshape(x, [-1, tf.shape(x)[-1]]), kernel,
+                   transpose_b=transpose_kernel)
+  d_out = kernel.shape[0 if transpose_kernel else 1]
+  return tf.reshape(flat, tf.concat([tf.shape(x)[:-1], [d_out]], 0))
 
 
 @contextlib.contextmanager
@@ -62,6 +62,27 @@ def linear_map(fn):
       module.position_wise = original
 
 
+@contextlib.contextmanager
+def plain_top_k():
+  """Candidate selection traces without blocks."""
+  original = vocab_top_k.block_size
+  vocab_top_k.block_size = lambda vocab_size, k: None
+  try:
+    yield
+  finally:
+    vocab_top_k.block_size = original
+
+
+# name: (model wrapper, context the search is traced in)
+VARIANTS = {
+    "current": (bench_run.EosDisabled, contextlib.nullcontext),
+    "cast_every_step": (CastEveryStep, contextlib.nullcontext),
+    "two_d_matmul": (bench_run.EosDisabled,
+                     lambda: linear_map(two_d_matmul)),
+    "plain_top_k": (bench_run.EosDisabled, plain_top_k),
+}
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=5)
@@ -75,25 +96,25 @@ def main():
   inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
                                 length)
   fns, outputs = {}, {}
-  for name, (wrapper, linear_fn) in VARIANTS.items():
+  for name, (wrapper, context) in VARIANTS.items():
     fns[name] = tf.function(
         lambda x, w=wrapper(model): t2tlite.decode.decoding.decode_ids(
             w, x, beam_size=4, alpha=0.6, extra_length=0)["outputs"],
         jit_compile=args.xla)
-    with linear_map(linear_fn):
+    with context():
       outputs[name] = fns[name](inputs).numpy()  # trace (and compile)
   times = bench_run.round_robin(
       {name: (lambda f=fn: f(inputs)) for name, fn in fns.items()},
       args.rounds)
-  first = next(iter(VARIANTS))
-  base = statistics.median(times[first])
+  base = statistics.median(times["current"])
   for name, t in times.items():
     print(json.dumps({
         "work": "ab_decode_base", "variant": name, "xla": args.xla,
         "dtype": args.dtype, "s_median": round(statistics.median(t), 3),
         "s_all": [round(x, 3) for x in t],
-        "speedup_vs_" + first: round(base / statistics.median(t), 3),
-        "same_outputs": bool(np.array_equal(outputs[name], outputs[first])),
+        "speed_vs_current": round(base / statistics.median(t), 3),
+        "same_outputs": bool(np.array_equal(outputs[name],
+                                            outputs["current"])),
         "rounds": args.rounds, "loadavg": bench_run.load_average()}),
           flush=True)
 

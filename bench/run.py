@@ -261,7 +261,7 @@ def train_result(args, work, hparams_set, overrides, vocab, batch, length):
 
 
 class EosDisabled:
-  """A model whose decode_step never picks EOS (benchmark only): the EOS logit
+  """A model whose decode step never picks EOS (benchmark only): the EOS logit
   is set to -inf, so beam search runs every one of its steps."""
 
   def __init__(self, model):
@@ -269,17 +269,20 @@ class EosDisabled:
     self.position_encoding = model.position_encoding
     self.max_length = model.max_length
 
-  def init_cache(self, inputs, max_decode_length):
-    return self.model.init_cache(inputs, max_decode_length)
-
   def weights_cast_once(self):
     return self.model.weights_cast_once()
 
-  def decode_step(self, ids, step, cache):
-    logits, cache = self.model.decode_step(ids, step, cache)
-    eos = tf.one_hot(EOS_ID, tf.shape(logits)[-1], on_value=True,
-                     off_value=False)
-    return tf.where(eos, tf.constant(-np.inf, logits.dtype), logits), cache
+  def prepare_decoding(self, inputs, max_decode_length):
+    decode_step, cache = self.model.prepare_decoding(inputs,
+                                                     max_decode_length)
+
+    def eos_disabled_step(ids, step, cache):
+      logits, cache = decode_step(ids, step, cache)
+      eos = tf.one_hot(EOS_ID, tf.shape(logits)[-1], on_value=True,
+                       off_value=False)
+      return tf.where(eos, tf.constant(-np.inf, logits.dtype), logits), cache
+
+    return eos_disabled_step, cache
 
 
 def decode_search_fn(model, beam_size, alpha, xla):

@@ -169,10 +169,10 @@ INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
 def test_beam_size_one_is_greedy(tiny_model):
   length = 12
   ids_g, scores_g = tf.function(lambda x: greedy_search(
-      tiny_model.decode_step, tiny_model.init_cache(x, length), length))(
+      *tiny_model.prepare_decoding(x, length), length))(
           INPUTS)
   ids_b, scores_b = tf.function(lambda x: beam_search(
-      tiny_model.decode_step, tiny_model.init_cache(x, length), 1, length,
+      *tiny_model.prepare_decoding(x, length), 1, length,
       alpha=0.0))(INPUTS)
   np.testing.assert_array_equal(ids_b, ids_g)
   np.testing.assert_allclose(scores_b, scores_g, atol=1e-4)
@@ -201,7 +201,7 @@ def uncached_decode_step(model):
 def test_cached_and_uncached_decoding_agree(tiny_model):
   length = 10
   cached = tf.function(lambda x: beam_search(
-      tiny_model.decode_step, tiny_model.init_cache(x, length), 4, length,
+      *tiny_model.prepare_decoding(x, length), 4, length,
       alpha=0.6, return_beams=True))
   uncached = tf.function(lambda x: beam_search(
       uncached_decode_step(tiny_model),

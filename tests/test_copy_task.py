@@ -26,11 +26,11 @@ def copy_batch(rng, batch):
 
 def greedy_decode(model, inputs, length):
   """Greedy search through the model's cached decode_step; [batch, length]."""
-  cache = model.init_cache(inputs, length)
+  decode_step, cache = model.prepare_decoding(inputs, length)
   previous = tf.zeros([tf.shape(inputs)[0]], tf.int32)
   outputs = []
   for step in range(length):
-    logits, cache = model.decode_step(previous, tf.constant(step), cache)
+    logits, cache = decode_step(previous, tf.constant(step), cache)
     previous = tf.argmax(logits, -1, output_type=tf.int32)
     outputs.append(previous)
   decoded = tf.stack(outputs, axis=1).numpy()

@@ -97,12 +97,31 @@ def test_cached_decoding_reproduces_full_forward(overrides):
   inputs = tf.constant([[5, 6, 7, 8, 1, 0], [4, 3, 1, 0, 0, 0]])
   targets = tf.constant([[9, 10, 11, 12, 1], [13, 14, 15, 1, 0]])
   full = model({"inputs": inputs, "targets": targets}).numpy()
-  cache = model.init_cache(inputs, max_decode_length=8)
+  decode_step, cache = model.prepare_decoding(inputs, 8)
   previous = tf.zeros([2], tf.int32)  # the start symbol
   for step in range(targets.shape[1]):
-    logits, cache = model.decode_step(previous, tf.constant(step), cache)
+    logits, cache = decode_step(previous, tf.constant(step), cache)
     np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-4)
     previous = targets[:, step]
+
+
+def test_beams_share_their_batch_elements_encoder_memory():
+  """Rows batch * beams read one copy of each element's encoder keys and
+  values: the same logits as giving every row its own copy."""
+  model = tiny("d_k=16,d_v=24")
+  inputs = tf.constant([[5, 6, 7, 8, 1], [4, 3, 1, 0, 0]])
+  beams = 3
+  shared = model.decoding_memory(inputs)
+  own = model.decoding_memory(tf.repeat(inputs, beams, axis=0))
+  assert shared["keys"][0].shape[0] == 2 and own["keys"][0].shape[0] == 6
+  cache_shared = model.init_cache(6, 4)
+  cache_own = model.init_cache(6, 4)
+  ids = tf.zeros([6], tf.int32)
+  for step in range(3):
+    logits, cache_shared = model.decode_step(ids, step, cache_shared, shared)
+    expected, cache_own = model.decode_step(ids, step, cache_own, own)
+    np.testing.assert_allclose(logits.numpy(), expected.numpy(), atol=1e-5)
+    ids = tf.constant([9, 10, 11, 12, 13, 14]) + step  # a token per row
 
 
 def test_cached_decoding_in_a_compiled_loop():
@@ -112,11 +131,11 @@ def test_cached_decoding_in_a_compiled_loop():
   inputs = tf.constant([[5, 6, 7, 8, 1]])
 
   def greedy(inputs):
-    cache = model.init_cache(inputs, max_decode_length=6)
+    decode_step, cache = model.prepare_decoding(inputs, 6)
     ids = tf.zeros([6], tf.int32)
 
     def body(step, previous, ids, cache):
-      logits, cache = model.decode_step(previous, step, cache)
+      logits, cache = decode_step(previous, step, cache)
       token = tf.argmax(logits, -1, output_type=tf.int32)
       ids = tf.tensor_scatter_nd_update(ids, [[step]], token)
       return step + 1, token, ids, cache
@@ -221,6 +240,6 @@ def test_mixed_precision(policy):
   grads = tape.gradient(loss, model.trainable_variables)
   assert all(g is not None for g in grads)
   full = model({"inputs": inputs, "targets": targets})
-  cache = model.init_cache(inputs, 4)
-  logits, _ = model.decode_step(tf.zeros([1], tf.int32), 0, cache)
+  decode_step, cache = model.prepare_decoding(inputs, 4)
+  logits, _ = decode_step(tf.zeros([1], tf.int32), 0, cache)
   np.testing.assert_allclose(logits.numpy(), full[:, 0].numpy(), atol=0.1)

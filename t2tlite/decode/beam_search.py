@@ -25,6 +25,8 @@ which other inputs share its batch.
 """
 import tensorflow as tf
 
+from t2tlite.decode.vocab_top_k import log_normalizer_and_top_k
+
 EOS_ID = 1
 # A finite "minus infinity": keeps arithmetic free of inf - inf = nan.
 INF = 1e7
@@ -83,6 +85,36 @@ def _gather_cache(cache, indices, beam_size):
   return tf.nest.map_structure(lambda x: tf.gather(x, flat), cache)
 
 
+def _best_extensions(logits, alive_log_probs, n):
+  """The n most probable one-token extensions of the live hypotheses.
+
+  A beam's own n best tokens hold every one of the n best extensions that go
+  through it, so only k * n candidates are ranked, not k * V.
+
+  Args:
+    logits: [batch * k, V] next-token logits, hypothesis j of batch element b
+      in row b * k + j.
+    alive_log_probs: float32 [batch, k] (k static).
+    n: int, extensions kept.
+  Returns:
+    (log_probs float32 [batch, n] in descending order, beams int32 [batch, n],
+    tokens int32 [batch, n]). Ties go to the lower beam, then to the lower
+    token: the order of a top_k over all k * V extensions.
+  """
+  batch, k = tf.shape(alive_log_probs)[0], alive_log_probs.shape[1]
+  vocab = logits.shape[-1]
+  per_beam = n if vocab is None else min(n, vocab)  # a tiny vocabulary
+  log_z, values, tokens = log_normalizer_and_top_k(
+      tf.cast(logits, tf.float32), per_beam)
+  scores = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
+      values - log_z[:, tf.newaxis], [batch, k, per_beam])
+  best_scores, best = tf.math.top_k(
+      tf.reshape(scores, [batch, k * per_beam]), k=n)
+  tokens = tf.gather(tf.reshape(tokens, [batch, k * per_beam]), best,
+                     batch_dims=1)
+  return best_scores, best // per_beam, tokens
+
+
 def greedy_search(decode_step, initial_cache, max_decode_length,
                   eos_id=EOS_ID, max_lengths=None):
   """Picks the most probable token at every step until EOS.
@@ -111,10 +143,10 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
   def body(step, seqs, finished, scores, cache):
     finished |= step >= limits
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-    tokens = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-    tokens = tf.where(finished, tf.zeros_like(tokens), tokens)
-    token_scores = tf.gather(log_probs, tokens, batch_dims=1)
+    log_z, best, best_ids = log_normalizer_and_top_k(
+        tf.cast(logits, tf.float32), 1)
+    tokens = tf.where(finished, tf.zeros_like(best_ids[:, 0]), best_ids[:, 0])
+    token_scores = best[:, 0] - log_z
     scores += tf.where(finished, tf.zeros_like(token_scores), token_scores)
     seqs = _write_position(seqs, step, tokens)
     return step + 1, seqs, finished | tf.equal(tokens, eos_id), scores, cache
@@ -198,14 +230,9 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
            finished_flags)
     ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
     logits, cache = decode_step(ids, step, cache)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32))
-    vocab = tf.shape(log_probs)[-1]
-    log_probs = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
-        log_probs, [batch, k, vocab])
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
-    top_log_probs, top_ids = tf.math.top_k(
-        tf.reshape(log_probs, [batch, k * vocab]), k=2 * k)
-    top_beams, top_tokens = top_ids // vocab, top_ids % vocab
+    top_log_probs, top_beams, top_tokens = _best_extensions(
+        logits, alive_log_probs, 2 * k)
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
                                top_tokens)
     is_eos = tf.equal(top_tokens, eos_id)

@@ -101,7 +101,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   input_signature=[tf.TensorSpec([None, None], tf.int32)].
 
   Args:
-    model: a Transformer (or anything with init_cache/decode_step/
+    model: a Transformer (or anything with prepare_decoding/
       position_encoding/max_length, and optionally weights_cast_once()).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
       model with learned positions reads only the first max_length.
@@ -120,8 +120,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
           else contextlib.nullcontext())
   with once:  # mixed precision: cast the weights before the loop, not in it
     length, limits = decode_lengths(model, inputs, extra_length)
-    cache = model.init_cache(inputs, length)
-    step = _without_padding(model.decode_step)
+    decode_step, cache = model.prepare_decoding(inputs, length)
+    step = _without_padding(decode_step)
     if beam_size == 1:
       outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
       if return_beams:

@@ -172,40 +172,51 @@ class DecoderLayer(_StackLayer):
     return self.feed_forward_residual(
         x, self.feed_forward(h, training=training), training=training)
 
-  def init_cache(self, memory, max_decode_length):
-    """The per-layer decoding cache.
+  def memory_keys_values(self, memory):
+    """The encoder-decoder keys and values, computed once per search.
 
     Args:
       memory: [batch, src_len, d_model] encoder output.
-      max_decode_length: int, the cache's fixed number of positions.
     Returns:
-      dict: "k" [batch, heads, max_decode_length, d_k] and "v" (zeros, filled
-      one position per step), "memory_k" [batch, heads, src_len, d_k] and
-      "memory_v" (the encoder-decoder keys and values, computed once).
+      (k [batch, heads, src_len, d_k], v [batch, heads, src_len, d_v]).
     """
-    batch = tf.shape(memory)[0]
-    dtype = self.compute_dtype
-    memory_k, memory_v = self.encdec_attention.project_memory(
-        tf.cast(memory, dtype))
-    return {
-        "k": tf.zeros([batch, self.num_heads, max_decode_length, self.d_k],
-                      dtype),
-        "v": tf.zeros([batch, self.num_heads, max_decode_length, self.d_v],
-                      dtype),
-        "memory_k": memory_k,
-        "memory_v": memory_v,
-    }
+    return self.encdec_attention.project_memory(
+        tf.cast(memory, self.compute_dtype))
 
-  def decode_step(self, x, step, cache, memory_bias):
-    """One decoding position.
+  def init_cache(self, batch_size, max_decode_length):
+    """The per-layer self-attention cache.
 
     Args:
-      x: [batch, 1, d_model] the input at position `step`.
+      batch_size: int or int32 scalar, rows (hypotheses) decoded.
+      max_decode_length: int, the cache's fixed number of positions.
+    Returns:
+      dict: "k" [batch_size, heads, max_decode_length, d_k] and "v" (zeros,
+      filled one position per step).
+    """
+    dtype = self.compute_dtype
+    return {
+        "k": tf.zeros([batch_size, self.num_heads, max_decode_length,
+                       self.d_k], dtype),
+        "v": tf.zeros([batch_size, self.num_heads, max_decode_length,
+                       self.d_v], dtype),
+    }
+
+  def decode_step(self, x, step, cache, memory_k, memory_v, memory_bias):
+    """One decoding position.
+
+    Rows are hypotheses: batch * beams of them, the beams of batch element b
+    in rows b * beams ... b * beams + beams - 1. They share b's encoder
+    keys and values, which are therefore stored once per batch element.
+
+    Args:
+      x: [rows, 1, d_model] the input at position `step`.
       step: int32 scalar, the position being decoded.
       cache: this layer's dict from `init_cache` (or the previous step).
+      memory_k, memory_v: from `memory_keys_values`, [batch, heads, src_len,
+        d_k|d_v].
       memory_bias: float32 [batch, 1, 1, src_len].
     Returns:
-      (y [batch, 1, d_model], the updated cache).
+      (y [rows, 1, d_model], the updated cache).
     """
     max_len = tf.shape(cache["k"])[2]
     h = self.self_attention_residual.sublayer_input(x)
@@ -223,9 +234,13 @@ class DecoderLayer(_StackLayer):
     attended, _ = self.self_attention.attend(q, k, v, self_bias)
     x = self.self_attention_residual(x, attended)
     h = self.encdec_attention_residual.sublayer_input(x)
+    # A batch element's beams are the query positions of one attention
+    # over its memory: [batch, beams, d_model].
+    grouped = tf.reshape(h, [tf.shape(memory_k)[0], -1, h.shape[-1]])
     attended, _ = self.encdec_attention.attend(
-        self.encdec_attention.project_query(h), cache["memory_k"],
-        cache["memory_v"], memory_bias)
-    x = self.encdec_attention_residual(x, attended)
+        self.encdec_attention.project_query(grouped), memory_k, memory_v,
+        memory_bias)
+    x = self.encdec_attention_residual(
+        x, tf.reshape(attended, [-1, 1, attended.shape[-1]]))
     x = self._feed_forward_block(x, training=False)
     return x, dict(cache, k=k, v=v)

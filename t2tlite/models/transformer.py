@@ -4,6 +4,8 @@ call, `encode`, and a cached one-position `decode_step` for beam search.
 Ids are int32; 0 is padding and also the decoder's start symbol (targets are
 shifted right by one position, filling with 0, as in tensor2tensor).
 """
+import functools
+
 import keras
 import tensorflow as tf
 
@@ -172,23 +174,48 @@ class Transformer(keras.Model):
             "decoder_self": [w["self"] for w in decoder],
             "encdec": [w["encdec"] for w in decoder]}
 
-  def init_cache(self, inputs, max_decode_length):
-    """Encodes `inputs` and allocates the decoding cache.
+  def prepare_decoding(self, inputs, max_decode_length):
+    """Encodes `inputs` and allocates the cache: what a search needs.
 
     Args:
       inputs: int32 [batch, src_len] source ids.
       max_decode_length: int, positions the cache holds (fixed size).
     Returns:
-      A nest of tensors, each with batch as its first dimension (so beam
-      search can tile and reorder it): {"layers": [per-layer dicts],
-      "memory_bias": float32 [batch, 1, 1, src_len]}.
+      (decode_step(ids, step, cache) -> (logits, cache): `decode_step` bound
+      to the encoded inputs; the initial cache, for batch rows).
+    """
+    memory = self.decoding_memory(inputs)
+    cache = self.init_cache(tf.shape(inputs)[0], max_decode_length)
+    return functools.partial(self.decode_step, memory=memory), cache
+
+  def decoding_memory(self, inputs):
+    """Encodes `inputs` once for a search.
+
+    Args:
+      inputs: int32 [batch, src_len] source ids.
+    Returns:
+      {"keys", "values": per-layer encoder-decoder keys and values
+      [batch, heads, src_len, d_k|d_v], "bias": float32 [batch, 1, 1,
+      src_len]}: one copy per batch element, shared by its beams.
     """
     memory = self.encode(inputs, training=False)
-    return {
-        "layers": [layer.init_cache(memory, max_decode_length)
-                   for layer in self.decoder_layers],
-        "memory_bias": padding_bias(inputs),
-    }
+    keys, values = zip(*[layer.memory_keys_values(memory)
+                         for layer in self.decoder_layers])
+    return {"keys": list(keys), "values": list(values),
+            "bias": padding_bias(inputs)}
+
+  def init_cache(self, batch_size, max_decode_length):
+    """The self-attention cache of `batch_size` hypotheses.
+
+    Args:
+      batch_size: int or int32 scalar.
+      max_decode_length: int, positions the cache holds (fixed size).
+    Returns:
+      {"layers": [per-layer dicts]}, each tensor with batch_size as its
+      first dimension (so beam search can tile and reorder it).
+    """
+    return {"layers": [layer.init_cache(batch_size, max_decode_length)
+                       for layer in self.decoder_layers]}
 
   def weights_cast_once(self):
     """A context in which the weights are cast to the compute dtype once
@@ -196,22 +223,26 @@ class Transformer(keras.Model):
     would cast all of them again. A no-op in float32."""
     return weights_cast_once(self.weights, self.compute_dtype)
 
-  def decode_step(self, ids, step, cache):
+  def decode_step(self, ids, step, cache, memory):
     """Logits for position `step` given the token at that position.
 
     Args:
-      ids: int32 [batch] the previous token (0 at step 0, the start symbol).
+      ids: int32 [rows] the previous token (0 at step 0, the start symbol);
+        rows = batch * beams, a batch element's beams consecutive.
       step: int32 scalar position.
-      cache: from `init_cache` or the previous `decode_step`.
+      cache: from `init_cache(rows, ...)` or the previous `decode_step`.
+      memory: from `decoding_memory` ([batch, ...]).
     Returns:
-      (float32 logits [batch, vocab_size], updated cache).
+      (float32 logits [rows, vocab_size], updated cache).
     """
     x = self._embed(ids[:, tf.newaxis], self.decoder_positions, False,
                     start=step)
     new_layers = []
-    for layer, layer_cache in zip(self.decoder_layers, cache["layers"]):
-      x, layer_cache = layer.decode_step(x, step, layer_cache,
-                                         cache["memory_bias"])
+    for layer, layer_cache, keys, values in zip(
+        self.decoder_layers, cache["layers"], memory["keys"],
+        memory["values"]):
+      x, layer_cache = layer.decode_step(x, step, layer_cache, keys, values,
+                                         memory["bias"])
       new_layers.append(layer_cache)
     logits = self.embedding.logits(self._final_norm(x, "decoder_norm"))
     return logits[:, 0, :], dict(cache, layers=new_layers)

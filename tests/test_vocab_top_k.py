@@ -1,0 +1,62 @@
+"""Block top-k (t2tlite/decode/vocab_top_k.py) against tf.math.top_k."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode.vocab_top_k import block_size, log_normalizer_and_top_k
+
+
+def reference(logits, k):
+  values, ids = tf.math.top_k(logits, k=k)
+  return tf.reduce_logsumexp(logits, axis=-1), values, ids
+
+
+@pytest.mark.parametrize("vocab,k", [(37000, 8), (8000, 1), (600, 5)])
+def test_same_winners_as_top_k_with_ties_and_masks(vocab, k):
+  assert block_size(vocab, k) is not None  # the block path is exercised
+  rng = np.random.RandomState(vocab + k)
+  # Values rounded to bfloat16 collide often, so ties are everywhere; some
+  # tokens are masked as decoding masks them.
+  logits = tf.cast(tf.cast(rng.randn(6, vocab) * 4, tf.bfloat16), tf.float32)
+  logits = tf.tensor_scatter_nd_update(
+      logits, [[0, 0], [1, 3], [2, vocab - 1]], [-np.inf, -1e7, -np.inf])
+  # A row whose best values are one repeated number across blocks.
+  logits = tf.tensor_scatter_nd_update(
+      logits, [[3, i] for i in range(0, vocab, vocab // 7)],
+      [50.0] * len(range(0, vocab, vocab // 7)))
+  log_z, values, ids = log_normalizer_and_top_k(logits, k)
+  ref_log_z, ref_values, ref_ids = reference(logits, k)
+  np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
+  np.testing.assert_array_equal(values.numpy(), ref_values.numpy())
+  np.testing.assert_allclose(log_z.numpy(), ref_log_z.numpy(), rtol=1e-6)
+
+
+def test_vocabulary_without_a_useful_divisor_uses_plain_top_k():
+  assert block_size(10007, 8) is None  # a prime
+  logits = tf.random.stateless_normal([3, 10007], seed=[1, 2])
+  log_z, values, ids = log_normalizer_and_top_k(logits, 8)
+  ref_log_z, ref_values, ref_ids = reference(logits, 8)
+  np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
+  np.testing.assert_allclose(log_z.numpy(), ref_log_z.numpy(), rtol=1e-6)
+
+
+def test_same_under_xla():
+  logits = tf.random.stateless_normal([4, 37000], seed=[3, 4]) * 3
+  compiled = tf.function(lambda x: log_normalizer_and_top_k(x, 8),
+                         jit_compile=True)(logits)
+  plain = log_normalizer_and_top_k(logits, 8)
+  np.testing.assert_array_equal(compiled[2].numpy(), plain[2].numpy())
+  np.testing.assert_allclose(compiled[0].numpy(), plain[0].numpy(),
+                             rtol=1e-6)
+
+
+def test_ties_go_to_the_lower_id_across_blocks():
+  # Block size 10 here: the tie for 5th place is between id 21 (block 2)
+  # and id 501 (block 50, the block with the largest maximum).
+  assert block_size(600, 5) == 10
+  logits = np.full([1, 600], -100.0, np.float32)
+  for token, value in {500: 10, 501: 3, 20: 5, 21: 3, 30: 4, 40: 3.5}.items():
+    logits[0, token] = value
+  _, values, ids = log_normalizer_and_top_k(tf.constant(logits), 5)
+  np.testing.assert_array_equal(ids.numpy(), [[500, 20, 30, 40, 21]])
+  np.testing.assert_array_equal(values.numpy(), [[10, 5, 4, 3.5, 3]])
