@@ -99,7 +99,8 @@ def main():
   for name, (wrapper, context) in VARIANTS.items():
     fns[name] = tf.function(
         lambda x, w=wrapper(model): t2tlite.decode.decoding.decode_ids(
-            w, x, beam_size=4, alpha=0.6, extra_length=0)["outputs"],
+            w, x, beam_size=4, alpha=0.6, extra_length=0,
+            static_shapes=args.xla)["outputs"],
         jit_compile=args.xla)
     with context():
       outputs[name] = fns[name](inputs).numpy()  # trace (and compile)

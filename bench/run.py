@@ -291,7 +291,8 @@ def decode_search_fn(model, beam_size, alpha, xla):
   wrapped = EosDisabled(model)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
-                                alpha=alpha, extra_length=0),
+                                alpha=alpha, extra_length=0,
+                                static_shapes=xla),
       jit_compile=xla)
 
 

@@ -91,13 +91,15 @@ def test_padding_leaves_real_positions_unchanged(overrides):
   np.testing.assert_allclose(batch[:1, :3], plain, atol=1e-5)
 
 
+@pytest.mark.parametrize("growing", [False, True])
 @pytest.mark.parametrize("overrides", VARIANTS)
-def test_cached_decoding_reproduces_full_forward(overrides):
+def test_cached_decoding_reproduces_full_forward(overrides, growing):
   model = tiny(overrides)
   inputs = tf.constant([[5, 6, 7, 8, 1, 0], [4, 3, 1, 0, 0, 0]])
   targets = tf.constant([[9, 10, 11, 12, 1], [13, 14, 15, 1, 0]])
   full = model({"inputs": inputs, "targets": targets}).numpy()
-  decode_step, cache = model.prepare_decoding(inputs, 8)
+  decode_step, cache = model.prepare_decoding(inputs,
+                                              None if growing else 8)
   previous = tf.zeros([2], tf.int32)  # the start symbol
   for step in range(targets.shape[1]):
     logits, cache = decode_step(previous, tf.constant(step), cache)

@@ -10,10 +10,12 @@ so they work for the Transformer (`model.decode_step` / `model.init_cache`) and
 for hand-written test functions alike. At step 0 `ids` is 0 (the start symbol);
 at step i > 0 it is the token chosen at position i - 1.
 
-Everything runs in one `tf.while_loop` whose state keeps its shape from step to
-step (sequences live in [.., max_decode_length] buffers written in place), with
-TensorFlow core ops only: the searches compile with XLA
-(`tf.function(jit_compile=True)`) and can be put in a SavedModel.
+Everything runs in one `tf.while_loop` with TensorFlow core ops only
+(sequences live in [.., max_decode_length] buffers written in place), so the
+searches can be put in a SavedModel. A cache leaf may grow along a dimension
+that is empty (size 0) in the initial cache, e.g. keys and values appended
+one position per step; with a cache of fixed shapes the searches also
+compile with XLA (`tf.function(jit_compile=True)`).
 
 Output sequences end with EOS (included) and are padded with 0 after it; a
 hypothesis that reached its length limit without EOS is returned as it is.
@@ -66,6 +68,18 @@ def _previous_tokens(seqs, step):
   (the start symbol) at step 0."""
   last = tf.gather(seqs, tf.maximum(step - 1, 0), axis=-1)
   return tf.where(step > 0, last, tf.zeros_like(last))
+
+
+def _loop(cond, body, state, cache):
+  """tf.while_loop over (*state, cache) that lets cache leaves grow along
+  their initially empty dimensions."""
+  def invariant(x):
+    return tf.TensorShape([None if size == 0 else size
+                           for size in x.shape.as_list()])
+
+  shapes = (*[tf.TensorShape(x.shape) for x in state],
+            tf.nest.map_structure(invariant, cache))
+  return tf.while_loop(cond, body, (*state, cache), shape_invariants=shapes)
 
 
 def _per_element(flags, rank):
@@ -151,8 +165,8 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     seqs = _write_position(seqs, step, tokens)
     return step + 1, seqs, finished | tf.equal(tokens, eos_id), scores, cache
 
-  _, seqs, _, scores, _ = tf.while_loop(
-      cond, body, (tf.constant(0), seqs, finished, scores, initial_cache))
+  _, seqs, _, scores, _ = _loop(
+      cond, body, (tf.constant(0), seqs, finished, scores), initial_cache)
   return seqs, scores
 
 
@@ -267,9 +281,9 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     return (step + 1, *kept, cache)
 
   _, alive_seqs, alive_log_probs, finished_seqs, finished_scores, (
-      finished_flags), _ = tf.while_loop(
+      finished_flags), _ = _loop(
           cond, body, (tf.constant(0), seqs, alive_log_probs, seqs,
-                       finished_scores, finished_flags, cache))
+                       finished_scores, finished_flags), cache)
 
   # Finished hypotheses first (they are sorted, flagged ones in front), then
   # live ones to fill the slots of elements that finished fewer than k.

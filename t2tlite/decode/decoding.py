@@ -94,7 +94,7 @@ def _without_padding(decode_step):
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
-               return_beams=False):
+               return_beams=False, static_shapes=False):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -108,6 +108,9 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     beam_size: 1 runs greedy search (alpha is then unused).
     alpha, extra_length: see DecodeHParams.
     return_beams: keep all beams (beam_size > 1 only).
+    static_shapes: fixed-size decoding caches, as XLA needs
+      (`tf.function(jit_compile=True)`); otherwise they grow one position
+      per step, which moves less memory in graph mode.
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -120,7 +123,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
           else contextlib.nullcontext())
   with once:  # mixed precision: cast the weights before the loop, not in it
     length, limits = decode_lengths(model, inputs, extra_length)
-    decode_step, cache = model.prepare_decoding(inputs, length)
+    decode_step, cache = model.prepare_decoding(
+        inputs, length if static_shapes else None)
     step = _without_padding(decode_step)
     if beam_size == 1:
       outputs, scores = greedy_search(step, cache, length, max_lengths=limits)

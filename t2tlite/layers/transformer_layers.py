@@ -183,25 +183,29 @@ class DecoderLayer(_StackLayer):
     return self.encdec_attention.project_memory(
         tf.cast(memory, self.compute_dtype))
 
-  def init_cache(self, batch_size, max_decode_length):
+  def init_cache(self, batch_size, max_decode_length=None):
     """The per-layer self-attention cache.
 
     Args:
       batch_size: int or int32 scalar, rows (hypotheses) decoded.
-      max_decode_length: int, the cache's fixed number of positions.
+      max_decode_length: None for a cache that grows by one position per
+        step (the least memory traffic), or an int for a fixed number of
+        positions written in place (static shapes, for XLA).
     Returns:
-      dict: "k" [batch_size, heads, max_decode_length, d_k] and "v" (zeros,
-      filled one position per step).
+      dict: "k" [batch_size, heads, positions, d_k] and "v" (positions 0
+      for a growing cache, else max_decode_length zeros).
     """
+    positions = 0 if max_decode_length is None else max_decode_length
     dtype = self.compute_dtype
     return {
-        "k": tf.zeros([batch_size, self.num_heads, max_decode_length,
-                       self.d_k], dtype),
-        "v": tf.zeros([batch_size, self.num_heads, max_decode_length,
-                       self.d_v], dtype),
+        "k": tf.zeros([batch_size, self.num_heads, positions, self.d_k],
+                      dtype),
+        "v": tf.zeros([batch_size, self.num_heads, positions, self.d_v],
+                      dtype),
     }
 
-  def decode_step(self, x, step, cache, memory_k, memory_v, memory_bias):
+  def decode_step(self, x, step, cache, memory_k, memory_v, memory_bias,
+                  growing=False):
     """One decoding position.
 
     Rows are hypotheses: batch * beams of them, the beams of batch element b
@@ -215,22 +219,28 @@ class DecoderLayer(_StackLayer):
       memory_k, memory_v: from `memory_keys_values`, [batch, heads, src_len,
         d_k|d_v].
       memory_bias: float32 [batch, 1, 1, src_len].
+      growing: the cache grows (`init_cache` without max_decode_length):
+        it holds positions 0 .. step - 1.
     Returns:
       (y [rows, 1, d_model], the updated cache).
     """
-    max_len = tf.shape(cache["k"])[2]
     h = self.self_attention_residual.sublayer_input(x)
     q = self.self_attention.project_query(h)
     k_new, v_new = self.self_attention.project_memory(h)
-    # Write position `step` of the fixed-size cache (shapes stay static, so
-    # the loop compiles with XLA and exports).
-    at_step = tf.equal(tf.range(max_len), step)[tf.newaxis, tf.newaxis, :,
-                                                tf.newaxis]
-    k = tf.where(at_step, k_new, cache["k"])
-    v = tf.where(at_step, v_new, cache["v"])
-    visible = tf.range(max_len) <= step
-    self_bias = tf.where(visible, 0.0, NEG_INF)[tf.newaxis, tf.newaxis,
-                                                 tf.newaxis, :]
+    if growing:
+      k = tf.concat([cache["k"], k_new], axis=2)
+      v = tf.concat([cache["v"], v_new], axis=2)
+      self_bias = None  # every cached position is visible
+    else:
+      # Write position `step` of the fixed-size cache in place.
+      max_len = tf.shape(cache["k"])[2]
+      at_step = tf.equal(tf.range(max_len), step)[tf.newaxis, tf.newaxis, :,
+                                                  tf.newaxis]
+      k = tf.where(at_step, k_new, cache["k"])
+      v = tf.where(at_step, v_new, cache["v"])
+      visible = tf.range(max_len) <= step
+      self_bias = tf.where(visible, 0.0, NEG_INF)[tf.newaxis, tf.newaxis,
+                                                   tf.newaxis, :]
     attended, _ = self.self_attention.attend(q, k, v, self_bias)
     x = self.self_attention_residual(x, attended)
     h = self.encdec_attention_residual.sublayer_input(x)

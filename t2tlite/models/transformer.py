@@ -174,19 +174,21 @@ class Transformer(keras.Model):
             "decoder_self": [w["self"] for w in decoder],
             "encdec": [w["encdec"] for w in decoder]}
 
-  def prepare_decoding(self, inputs, max_decode_length):
+  def prepare_decoding(self, inputs, max_decode_length=None):
     """Encodes `inputs` and allocates the cache: what a search needs.
 
     Args:
       inputs: int32 [batch, src_len] source ids.
-      max_decode_length: int, positions the cache holds (fixed size).
+      max_decode_length: None for caches that grow one position per step
+        (graph mode), or an int for fixed-size caches (static shapes: XLA).
     Returns:
       (decode_step(ids, step, cache) -> (logits, cache): `decode_step` bound
       to the encoded inputs; the initial cache, for batch rows).
     """
     memory = self.decoding_memory(inputs)
     cache = self.init_cache(tf.shape(inputs)[0], max_decode_length)
-    return functools.partial(self.decode_step, memory=memory), cache
+    return functools.partial(self.decode_step, memory=memory,
+                             growing=max_decode_length is None), cache
 
   def decoding_memory(self, inputs):
     """Encodes `inputs` once for a search.
@@ -204,12 +206,13 @@ class Transformer(keras.Model):
     return {"keys": list(keys), "values": list(values),
             "bias": padding_bias(inputs)}
 
-  def init_cache(self, batch_size, max_decode_length):
+  def init_cache(self, batch_size, max_decode_length=None):
     """The self-attention cache of `batch_size` hypotheses.
 
     Args:
       batch_size: int or int32 scalar.
-      max_decode_length: int, positions the cache holds (fixed size).
+      max_decode_length: None (a growing cache) or an int (fixed size); see
+        `DecoderLayer.init_cache`.
     Returns:
       {"layers": [per-layer dicts]}, each tensor with batch_size as its
       first dimension (so beam search can tile and reorder it).
@@ -223,7 +226,7 @@ class Transformer(keras.Model):
     would cast all of them again. A no-op in float32."""
     return weights_cast_once(self.weights, self.compute_dtype)
 
-  def decode_step(self, ids, step, cache, memory):
+  def decode_step(self, ids, step, cache, memory, growing=False):
     """Logits for position `step` given the token at that position.
 
     Args:
@@ -232,6 +235,7 @@ class Transformer(keras.Model):
       step: int32 scalar position.
       cache: from `init_cache(rows, ...)` or the previous `decode_step`.
       memory: from `decoding_memory` ([batch, ...]).
+      growing: the cache was made without max_decode_length.
     Returns:
       (float32 logits [rows, vocab_size], updated cache).
     """
@@ -242,7 +246,7 @@ class Transformer(keras.Model):
         self.decoder_layers, cache["layers"], memory["keys"],
         memory["values"]):
       x, layer_cache = layer.decode_step(x, step, layer_cache, keys, values,
-                                         memory["bias"])
+                                         memory["bias"], growing)
       new_layers.append(layer_cache)
     logits = self.embedding.logits(self._final_norm(x, "decoder_norm"))
     return logits[:, 0, :], dict(cache, layers=new_layers)
