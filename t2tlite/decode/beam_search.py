@@ -6,7 +6,7 @@ Both searches take a generic one-step function
         -> (logits float [n, V], cache)
 
 and its initial cache (a nest of tensors whose first dimension is the batch),
-so they work for the Transformer (`model.decode_step` / `model.init_cache`) and
+so they work for the Transformer (`model.prepare_decoding(inputs)`) and
 for hand-written test functions alike. At step 0 `ids` is 0 (the start symbol);
 at step i > 0 it is the token chosen at position i - 1.
 

@@ -131,7 +131,7 @@ class DecoderLayer(_StackLayer):
   "self" and "encdec" attention weights when return_attention_weights).
 
   `init_cache` and `decode_step` run the same layer one position at a time
-  with a fixed-size key/value cache, for beam search.
+  with a key/value cache (growing or fixed-size), for beam search.
   """
 
   def __init__(self, *args, **kwargs):
