@@ -33,6 +33,7 @@ import run as bench_run  # noqa: E402
 import t2tlite  # noqa: E402
 from t2tlite.decode import vocab_top_k  # noqa: E402
 from t2tlite.layers import attention, embedding, feed_forward  # noqa: E402
+from t2tlite.layers import linear  # noqa: E402
 
 LAYER_MODULES = (attention, embedding, feed_forward)
 
@@ -42,11 +43,10 @@ class CastEveryStep(bench_run.EosDisabled):
     return contextlib.nullcontext()
 
 
-def two_d_matmul(x, kernel, transpose_kernel=False):
-  flat = tf.matmul(tf.reshape(x, [-1, tf.shape(x)[-1]]), kernel,
-                   transpose_b=transpose_kernel)
-  d_out = kernel.shape[0 if transpose_kernel else 1]
-  return tf.reshape(flat, tf.concat([tf.shape(x)[:-1], [d_out]], 0))
+def broadcasting_matmul(x, kernel, transpose_kernel=False):
+  """The position-wise map before t2tlite/layers/linear.py (bench/ab_train.py
+  compares training with it)."""
+  return tf.matmul(x, kernel, transpose_b=transpose_kernel)
 
 
 @contextlib.contextmanager
@@ -78,7 +78,7 @@ VARIANTS = {
     "current": (bench_run.EosDisabled, contextlib.nullcontext),
     "cast_every_step": (CastEveryStep, contextlib.nullcontext),
     "two_d_matmul": (bench_run.EosDisabled,
-                     lambda: linear_map(two_d_matmul)),
+                     lambda: linear_map(linear.flat_matmul)),
     "plain_top_k": (bench_run.EosDisabled, plain_top_k),
 }
 

@@ -23,6 +23,12 @@ def position_wise(x, kernel, transpose_kernel=False):
   """
   if x.shape.rank == 3 and x.shape[1] == 1:
     return tf.matmul(x, kernel, transpose_b=transpose_kernel)
+  return flat_matmul(x, kernel, transpose_kernel)
+
+
+def flat_matmul(x, kernel, transpose_kernel=False):
+  """`position_wise` as one 2-D matmul over all leading axes, whatever the
+  length (same arguments and result)."""
   d_in = tf.shape(x)[-1]
   flat = tf.matmul(tf.reshape(x, [-1, d_in]), kernel,
                    transpose_b=transpose_kernel)
