@@ -19,7 +19,9 @@ import os
 import re
 
 from t2tlite.data import trees
+from t2tlite.data.tree_graph import bracketed_trees
 from t2tlite.data.samples import DataError, Skipped
+from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.problem import SPLITS, Text2TextProblem, register_problem
 
 _SECTION = re.compile(r"^wsj_(\d\d)\d\d\.mrg$", re.IGNORECASE)
@@ -92,5 +94,20 @@ class ParsingWsj(Text2TextProblem):
     problem (tree -> words) returns text unchanged."""
     if self.reverse:
       return text
-    words = inputs.split() if inputs is not None else None
+    words = ([trees.escape_word(w) for w in inputs.split()]
+             if inputs is not None else None)
     return str(trees.delinearize(text, words, strict=False))
+
+  def decode_constraint(self, input_vocab, target_vocab):
+    """Well-formed trees with one tag per input word (`TreeConstraint`);
+    none for the reversed problem (its targets are words)."""
+    if self.reverse:
+      return None
+    return TreeConstraint.from_vocabularies(input_vocab, target_vocab)
+
+  def postprocess_graph(self, outputs, inputs):
+    """Constrained linearized trees -> bracketed trees with the words
+    (`tree_graph.bracketed_trees`)."""
+    if self.reverse:
+      return outputs
+    return bracketed_trees(outputs, inputs)

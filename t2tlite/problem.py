@@ -230,6 +230,21 @@ class Problem:
     del inputs
     return text
 
+  def decode_constraint(self, input_vocab, target_vocab):
+    """The `t2tlite.decode.constraints.DecodeConstraint` every decoded
+    output obeys (in t2t-decoder, evaluation and the SavedModel, unless
+    the decode hparam constrained=false), or None: none here (parsing:
+    well-formed trees over the input's words)."""
+    del input_vocab, target_vocab
+    return None
+
+  def postprocess_graph(self, outputs, inputs):
+    """`postprocess` as TensorFlow ops, for the SavedModel's text signature
+    when outputs are constrained: tf.string [batch] decoded text and source
+    text -> tf.string [batch]. The identity here."""
+    del inputs
+    return outputs
+
   def datagen_summary(self, data_dir):
     """The summary dict saved by the last complete `generate_data`."""
     path = os.path.join(os.path.expanduser(data_dir),

@@ -24,6 +24,9 @@ _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _ROOT_LABELS = ("", "ROOT", "TOP")
 EMPTY_TAG = "-NONE-"
 PLACEHOLDER_TAG = "XX"
+# Brackets inside a word would end the tree early: the Penn Treebank spells
+# them so (its -LCB-/-RCB- for braces need no escaping here).
+ESCAPES = {"(": "-LRB-", ")": "-RRB-"}
 
 
 class TreeError(DataError):
@@ -110,6 +113,13 @@ def read_trees(path):
   """Yields the trees of one .mrg file (TreeError names the file)."""
   with open(path, encoding="utf-8") as f:
     yield from parse_trees(f.read(), source=path)
+
+
+def escape_word(word):
+  """`word` with ( and ) spelled -LRB- and -RRB-, so that it fits a tree."""
+  for bracket, escaped in ESCAPES.items():
+    word = word.replace(bracket, escaped)
+  return word
 
 
 def strip_function_tags(label):

@@ -14,6 +14,7 @@ import tensorflow as tf
 from t2tlite import hparams_lib
 from t2tlite import problem as problem_lib
 from t2tlite.data.vocab import EOS_ID, PAD_ID
+from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 
@@ -27,12 +28,15 @@ class DecodeHParams:
   extra_length: outputs stop at (input length + extra_length) tokens.
   batch_size: sentences decoded together.
   return_beams: also return every beam with its score (n-best).
+  constrained: apply the problem's decoding constraint, if it has one
+    (`Problem.decode_constraint`; parsing: well-formed trees).
   """
   beam_size: int = 4
   alpha: float = 0.6
   extra_length: int = 50
   batch_size: int = 32
   return_beams: bool = False
+  constrained: bool = True
 
   def __post_init__(self):
     hparams_lib.check_field_types(self, "decode hparam")
@@ -94,7 +98,7 @@ def _without_padding(decode_step):
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
-               return_beams=False, static_shapes=False):
+               return_beams=False, static_shapes=False, constraint=None):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -111,6 +115,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     static_shapes: fixed-size decoding caches, as XLA needs
       (`tf.function(jit_compile=True)`); otherwise they grow one position
       per step, which moves less memory in graph mode.
+    constraint: None, or a `constraints.DecodeConstraint` that every output
+      obeys.
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -123,6 +129,9 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   decode_step, cache = model.prepare_decoding(
       inputs, length if static_shapes else None)
   step = _without_padding(decode_step)
+  if constraint is not None:
+    step, cache = constraints.constrain(step, cache, constraint, inputs,
+                                        limits)
   if beam_size == 1:
     outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
     if return_beams:

@@ -1,0 +1,191 @@
+"""The tree constraint: on random logits, every greedy and beam output is a
+well-formed tree with one tag per input word, also when the length limit
+leaves no room to spare; and the generic constraint hook of the searches."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from t2tlite.data import trees
+from t2tlite.data.tree_graph import bracketed_trees
+from t2tlite.data.vocab import EOS_ID, PAD_ID
+from t2tlite.decode import constraints
+from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
+                                        greedy_search)
+from t2tlite.decode.decoding import decode_ids
+from t2tlite.decode.tree_constraint import (CLOSE, END, OPEN, OTHER, TAG,
+                                            TreeConstraint, classify_targets)
+from t2tlite.hparams_lib import HParams
+from t2tlite.models import build_model
+from t2tlite.problem import get_problem
+
+B = "\u2581"
+# (FRAG has no closing id, so it must never be opened.
+TARGET_PIECES = (["<pad>", "</s>", "<unk>", B + "XX"] +
+                 [B + b + label for label in ("S", "NP", "VP", "PP", "ADJP")
+                  for b in "()"] + [B + "(FRAG"])
+INPUT_PIECES = ["<pad>", "</s>", "<unk>", B + "the", B + "cat", "s", B,
+                B + "sat", "ting", B + "on", ".", B + "."]
+
+
+def random_step(vocab_size, seed, scale=4.0):
+  """A decode_step of random logits (depending on row, step and seed)."""
+  def step(ids, position, cache):
+    logits = scale * tf.random.stateless_normal(
+        [tf.shape(ids)[0], vocab_size], seed=[seed, position])
+    return logits, cache
+  return step
+
+
+def random_inputs(rng, batch, max_len):
+  """int32 [batch, len] input ids (EOS-terminated, 0-padded) and the
+  number of words of each row."""
+  rows, words = [], []
+  for _ in range(batch):
+    n = int(rng.integers(1, max_len))
+    ids = [int(rng.choice([3, 4, 6, 7, 9, 11]))]  # a word start first
+    ids += [int(rng.integers(3, len(INPUT_PIECES))) for _ in range(n - 1)]
+    rows.append(ids + [EOS_ID])
+    words.append(sum(INPUT_PIECES[i].startswith(B) for i in ids))
+  width = max(map(len, rows))
+  return (tf.constant([r + [PAD_ID] * (width - len(r)) for r in rows]),
+          words)
+
+
+def as_text(ids):
+  ids = list(np.asarray(ids))
+  ids = ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids
+  return " ".join(TARGET_PIECES[i].lstrip(B) for i in ids if i != PAD_ID)
+
+
+def check_trees(outputs, words):
+  for ids, n in zip(np.asarray(outputs), words):
+    assert EOS_ID in list(ids), "every output ends (with EOS)"
+    text = as_text(ids)
+    tree = trees.delinearize(text, ["w"] * n, strict=True)
+    assert len(tree.words()) == n
+    assert "(FRAG" not in text
+
+
+def test_classification_of_tree_symbols():
+  kinds, labels, closing = classify_targets(TARGET_PIECES)
+  assert kinds[:4] == [OTHER, END, OTHER, TAG]
+  assert kinds[4:6] == [OPEN, CLOSE] and labels[4] == labels[5]
+  assert closing[labels[4]] == 5
+  assert kinds[-1] == OTHER  # (FRAG cannot be closed
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_logits_give_trees_over_the_words(beam_size, seed):
+  rng = np.random.default_rng(seed)
+  inputs, words = random_inputs(rng, batch=6, max_len=12)
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
+  assert constraint.count_words(inputs).numpy().tolist() == words
+  for room in (0, 3, 40):  # tokens beyond the shortest tree's words + 3
+    limits = tf.constant(words) + 3 + room
+    length = int(tf.reduce_max(limits))
+    step, cache = constraints.constrain(
+        random_step(len(TARGET_PIECES), seed),
+        {"rows": tf.zeros([len(words), 1])}, constraint, inputs, limits)
+    if beam_size == 1:
+      outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
+    else:
+      outputs, scores = beam_search(step, cache, beam_size, length,
+                                    alpha=0.3, max_lengths=limits)
+    check_trees(outputs, words)
+    assert np.all(scores.numpy() > IMPOSSIBLE_LOG_PROB / 2)
+    lengths = np.argmax(np.asarray(outputs) == EOS_ID, axis=1) + 1
+    assert np.all(lengths <= limits.numpy())
+    if room == 0:  # the only trees that fit: (X w w ... )X
+      assert np.all(lengths == limits.numpy())
+
+
+def test_beam_returns_only_trees_in_every_beam():
+  rng = np.random.default_rng(7)
+  inputs, words = random_inputs(rng, batch=3, max_len=8)
+  limits = tf.constant(words) + 20
+  step, cache = constraints.constrain(
+      random_step(len(TARGET_PIECES), 7), {"rows": tf.zeros([3, 1])},
+      TreeConstraint(TARGET_PIECES, INPUT_PIECES), inputs, limits)
+  outputs, _ = beam_search(step, cache, 5, int(tf.reduce_max(limits)),
+                           alpha=0.3, return_beams=True,
+                           max_lengths=limits)
+  for beams, n in zip(np.asarray(outputs), words):
+    check_trees(beams, [n] * len(beams))
+
+
+def test_no_room_for_a_tree_gives_an_empty_output():
+  inputs = tf.constant([[3, 4, 7, EOS_ID]])  # three words
+  step, cache = constraints.constrain(
+      random_step(len(TARGET_PIECES), 1), {"rows": tf.zeros([1, 1])},
+      TreeConstraint(TARGET_PIECES, INPUT_PIECES), inputs, tf.constant([5]))
+  outputs, _ = greedy_search(step, cache, 5)
+  assert list(outputs.numpy()[0]) == [EOS_ID, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_untrained_transformer_outputs_trees(beam_size):
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, dropout=0.0,
+               max_length=64)
+  tf.keras.utils.set_random_seed(3)
+  model = build_model(hp, len(TARGET_PIECES))
+  inputs, words = random_inputs(np.random.default_rng(3), batch=5, max_len=9)
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
+  for extra_length in (2, 30):  # 2: inputs + 2 >= words + 3, exactly
+    result = decode_ids(model, inputs, beam_size=beam_size, alpha=0.3,
+                        extra_length=extra_length, constraint=constraint)
+    check_trees(result["outputs"], words)
+
+
+class NoRepeats(constraints.DecodeConstraint):
+  """A token never follows itself (the constraints module's example)."""
+
+  def initial_state(self, inputs, max_lengths):
+    return tf.zeros_like(max_lengths)
+
+  def advance(self, state, tokens):
+    return tf.where(tokens == PAD_ID, state, tokens)
+
+  def allowed(self, state, step, vocab_size):
+    return tf.one_hot(state, vocab_size) == 0
+
+
+def test_a_generic_constraint_is_obeyed_by_both_searches():
+  # Logits that always prefer token 5: unconstrained, 5 5 5 ...
+  def step(ids, position, cache):
+    return tf.one_hot(tf.fill(tf.shape(ids), 5), 8) * 10.0, cache
+
+  inputs = tf.constant([[3, 4, EOS_ID], [5, EOS_ID, 0]])
+  limits = tf.constant([6, 6])
+  for beam_size in (1, 2):
+    wrapped, cache = constraints.constrain(
+        step, {"rows": tf.zeros([2, 1])}, NoRepeats(), inputs, limits)
+    if beam_size == 1:
+      outputs, _ = greedy_search(wrapped, cache, 6, max_lengths=limits)
+    else:
+      outputs, _ = beam_search(wrapped, cache, 2, 6, max_lengths=limits)
+    for row in outputs.numpy():
+      assert row[0] == 5
+      assert all(a != b for a, b in zip(row[:-1], row[1:]) if a)
+
+
+def test_bracketed_trees_in_graph_match_python():
+  linearized = ["(S (NP XX XX )NP (VP XX )VP XX )S", "(S XX )S", "",
+                "(S (NP XX )NP )S", "(S XX )S"]
+  sentences = ["The f(x) sat .", "Hi", "two words", "cut off here", "  "]
+  got = bracketed_trees(tf.constant(linearized),
+                        tf.constant(sentences)).numpy()
+  got = [t.decode() for t in got]
+  assert got[0] == "(S (NP (XX The) (XX f-LRB-x-RRB-)) (VP (XX sat)) (XX .))"
+  assert got[1] == "(S (XX Hi))"
+  assert got[2] == "(TOP (XX two) (XX words))"
+  assert got[3] == "(S (NP (XX cut)) (XX off) (XX here))"
+  assert got[4] == ""
+  parsing = get_problem("parsing_wsj")
+  for text, sentence, tree in zip(linearized[:2] + linearized[3:4],
+                                  sentences[:2] + sentences[3:4],
+                                  got[:2] + got[3:4]):
+    assert parsing.postprocess(text, sentence) == tree
+    assert next(trees.parse_trees(tree)).words() == [
+        trees.escape_word(w) for w in sentence.split()]
