@@ -5,6 +5,7 @@ in the exported serving graph, so there is one tokenizer everywhere.
 
 Fixed ids (every problem): 0 = PAD, 1 = EOS, 2 = UNK; no BOS.
 """
+import hashlib
 import io
 import os
 import re
@@ -116,8 +117,13 @@ class Vocabulary(tf.Module):
     super().__init__(name=name)
     self.path = path
     self.model_proto = model_proto
+    # A name of its own per model: in a loaded SavedModel, tensorflow-text
+    # sentencepiece resources created under the same name are one resource,
+    # so a second vocabulary (the targets') would silently run the first.
+    digest = hashlib.sha256(model_proto).hexdigest()[:16]
     self.tokenizer = tf_text.SentencepieceTokenizer(
-        model=model_proto, out_type=tf.int32, add_bos=False, add_eos=False)
+        model=model_proto, out_type=tf.int32, add_bos=False, add_eos=False,
+        name=f"sentencepiece_{digest}")
     processor = spm.SentencePieceProcessor(model_proto=model_proto)
     self.size = processor.vocab_size()
     if (processor.pad_id(), processor.eos_id(), processor.unk_id()) != (

@@ -127,3 +127,23 @@ def test_word_model_is_a_closed_vocabulary_of_whole_tokens(tmp_path):
   unseen = vocab.encode_text("(S (FRAG XX )FRAG )S", add_eos=False)
   assert unseen[1] == unseen[3] == vocab_lib.UNK_ID
   assert vocab_lib.UNK_ID not in unseen[:1] + unseen[2:3] + unseen[4:]
+
+
+def test_two_vocabularies_stay_apart_in_a_loaded_saved_model(vocab, tmp_path):
+  """tensorflow-text resources made under one name become one resource when
+  a SavedModel is loaded: each Vocabulary's tokenizer needs its own name."""
+  path = str(tmp_path / "w.model")
+  vocab_lib.train_sentencepiece(lambda: iter(["(S (NP XX )NP )S"] * 3), path,
+                                5, model_type="word")
+  words = vocab_lib.Vocabulary.from_file(path)
+  module = tf.Module()
+  module.vocabs = [vocab, words]
+  module.decode = tf.function(
+      lambda ids: [vocab.decode(ids), words.decode(ids)],
+      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  ids = tf.constant([[3, 4, 5, 1]])
+  expected = [t.numpy().tolist() for t in module.decode(ids)]
+  assert expected[0] != expected[1]
+  tf.saved_model.save(module, str(tmp_path / "saved"))
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  assert [t.numpy().tolist() for t in loaded.decode(ids)] == expected
