@@ -12,8 +12,12 @@ recursively; the LDC treebank is licensed and never downloaded). Split:
 Samples follow Vinyals et al. 2015 (see `t2tlite.data.trees`): source = words,
 target = the normalised tree, depth first, with POS tags replaced by XX as
 Vinyals et al. did (EVALB does not score POS tags; `pos_tags = True` in a
-subclass keeps them). Vocabulary: 16K sentencepiece BPE pieces, the paper's
-WSJ-only size (reduced with a warning on small corpora).
+subclass keeps them). Vocabularies: the words are split into 16K sentencepiece
+BPE pieces, the paper's WSJ-only size (reduced with a warning on small
+corpora), trained on the words only; the targets have their own closed
+vocabulary with one id per tree symbol (`(NP`, `)NP`, `XX`, ...), read from
+the training trees (a sentencepiece word model, vocab.parsing_wsj.targets.model),
+so that no symbol is split into pieces.
 """
 import os
 import re
@@ -63,6 +67,7 @@ class ParsingWsj(Text2TextProblem):
   """WSJ constituency parsing as sequence to sequence (words -> tree)."""
   vocab_type = "bpe"
   vocab_size = 16000
+  target_vocab_type = "word"
   num_shards = {"train": 8, "dev": 1, "test": 1}
   pos_tags = False
   # Section 6.3: maximum output length input length + 300, beam 21,

@@ -16,13 +16,16 @@ What the trainer, decoder and t2t-datagen call:
     problem = get_problem("translate_ende_wmt")  # or "translate_ende_wmt_rev"
     problem.generate_data(data_dir, tmp_dir, raw_data_dir=None, vocab_size=None)
     vocab = problem.vocabulary(data_dir)  # a t2tlite.data.vocab.Vocabulary
+    target_vocab = problem.vocabulary(data_dir, "targets")  # differs only
+    # when the problem declares a target_vocab_type
     ds = problem.dataset(data_dir, "train", hp, training=True)
     dist_ds = problem.distributed_dataset(strategy, data_dir, "dev", hp, False)
     pairs = problem.text_pairs(data_dir, "test")  # [(inputs, targets)]
     tree = problem.postprocess(decoded_text, inputs=source_text)
 
 `NAME_rev` is the same problem with inputs and targets swapped: it reads (and
-generates) the same files as NAME, swapping when reading.
+generates) the same files as NAME, swapping when reading (records, text files
+and, when the targets have their own vocabulary, the two vocabularies).
 """
 import json
 import os
@@ -36,11 +39,17 @@ from t2tlite.data.samples import DataError, Skipped  # noqa: F401  (re-exported)
 from t2tlite.data.vocab import Vocabulary
 
 SPLITS = ("train", "dev", "test")
+SIDES = ("inputs", "targets")
 REVERSE_SUFFIX = registry.REVERSE_SUFFIX
 
 
 def _snake_case(name):
   return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _check_side(side):
+  if side not in SIDES:
+    raise ValueError(f"side={side!r}: expected one of {', '.join(SIDES)}")
 
 
 def register_problem(name=None):
@@ -101,35 +110,60 @@ class Problem:
     self.data_name = type(self).name or _snake_case(type(self).__name__)
     self.reverse = reverse
     self.name = self.data_name + (REVERSE_SUFFIX if reverse else "")
-    self._vocab = None
+    self._vocabs = {}  # path -> ((path, mtime), Vocabulary)
 
   def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
                     vocab_size=None, progress=None):
     """Writes vocabulary and records into data_dir; returns a summary dict."""
     raise NotImplementedError
 
-  def vocab_file(self, data_dir):
-    """Path of the sentencepiece model shared by inputs and targets."""
-    return os.path.join(os.path.expanduser(data_dir),
-                        f"vocab.{self.data_name}.model")
+  @property
+  def shares_vocabulary(self):
+    """Whether inputs and targets use one vocabulary (no target_vocab_type)."""
+    return getattr(self, "target_vocab_type", None) is None
 
-  def vocabulary(self, data_dir):
-    """The `Vocabulary` saved in data_dir (loaded again only if the file
-    changed).
+  def _data_side(self, side):
+    """The side of the stored data that `side` reads (swapped for _rev)."""
+    _check_side(side)
+    return SIDES[1 - SIDES.index(side)] if self.reverse else side
+
+  def stored_vocab_file(self, data_dir, side="inputs"):
+    """Path of the sentencepiece model of a side of the stored data (never
+    swapped): vocab.P.model, and vocab.P.targets.model for the targets when
+    they have their own vocabulary."""
+    _check_side(side)
+    separate = side == "targets" and not self.shares_vocabulary
+    return os.path.join(os.path.expanduser(data_dir),
+                        f"vocab.{self.data_name}"
+                        f"{'.targets' if separate else ''}.model")
+
+  def vocab_file(self, data_dir, side="inputs"):
+    """Path of the sentencepiece model of `side` ("inputs" or "targets"):
+    the same file for both unless the problem declares a target_vocab_type.
 
     Raises:
+      ValueError: an unknown side.
+    """
+    return self.stored_vocab_file(data_dir, self._data_side(side))
+
+  def vocabulary(self, data_dir, side="inputs"):
+    """The `Vocabulary` of `side` saved in data_dir (loaded again only if the
+    file changed).
+
+    Raises:
+      ValueError: an unknown side.
       DataError: no vocabulary file (t2t-datagen has not been run).
     """
-    path = self.vocab_file(data_dir)
+    path = self.vocab_file(data_dir, side)
     if not os.path.exists(path):
       raise DataError(
           f"No vocabulary for {self.data_name} in {data_dir} (expected "
           f"{path}); run t2t-datagen --problem={self.data_name} "
           f"--data_dir={data_dir} first.")
     key = (path, os.stat(path).st_mtime_ns)
-    if self._vocab is None or self._vocab[0] != key:
-      self._vocab = (key, Vocabulary.from_file(path))
-    return self._vocab[1]
+    if path not in self._vocabs or self._vocabs[path][0] != key:
+      self._vocabs[path] = (key, Vocabulary.from_file(path))
+    return self._vocabs[path][1]
 
   def _check_split(self, split):
     if split not in SPLITS:
@@ -260,6 +294,12 @@ class Text2TextProblem(Problem):
     vocab_type: "bpe" or "unigram" (sentencepiece model type).
     vocab_size: pieces in the shared vocabulary (ids 0-2 included); reduced
       with a warning when the corpus cannot support it.
+    target_vocab_type: None (the targets share the input vocabulary), or the
+      targets get their own, trained on the targets only (the input one then
+      on the inputs only): "word" (one id per whitespace-separated token
+      seen in training; unseen tokens become UNK), "bpe" or "unigram".
+    target_vocab_size: pieces of a "bpe"/"unigram" target vocabulary
+      (default vocab_size); a "word" one has as many as there are tokens.
     vocab_sample_size: at most this many sentences train the vocabulary.
     vocab_byte_fallback: rare characters become UTF-8 byte pieces instead of
       UNK (lossless text; the vocabulary then needs 256 more pieces).
@@ -271,6 +311,8 @@ class Text2TextProblem(Problem):
   vocab_size = 8000
   vocab_sample_size = 1_000_000
   vocab_byte_fallback = False
+  target_vocab_type = None
+  target_vocab_size = None
   max_length = None
 
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
@@ -283,12 +325,14 @@ class Text2TextProblem(Problem):
     del tmp_dir, raw_data_dir
     return SPLITS
 
-  def vocab_texts(self, tmp_dir, raw_data_dir=None):
-    """Sentences to train the vocabulary on: both sides of train."""
+  def vocab_texts(self, tmp_dir, raw_data_dir=None, side=None):
+    """Sentences to train a vocabulary on: the train split's `side`
+    ("inputs" or "targets" of the stored data), or both sides (None)."""
+    sides = SIDES if side is None else (side,)
     for sample in self.generate_samples("train", tmp_dir, raw_data_dir):
       if not isinstance(sample, Skipped):
-        yield sample["inputs"]
-        yield sample["targets"]
+        for name in sides:
+          yield sample[name]
 
   def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
                     vocab_size=None, progress=None):

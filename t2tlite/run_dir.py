@@ -6,6 +6,9 @@
                           source, longest training example, flags used
       vocab.model         a copy of the sentencepiece model (so the folder is
                           self-contained for decoding and export)
+      vocab.targets.model a copy of the targets' own model, when the problem
+                          has one (run.json's target_vocab_source is then
+                          set)
       ckpt-N.*, checkpoint  tf.train.CheckpointManager files
       averaged/           checkpoints written by t2t-avg-checkpoints
 
@@ -25,6 +28,7 @@ from t2tlite.models import DEFAULT_MODEL, build_model
 HPARAMS_FILE = "hparams.json"
 RUN_FILE = "run.json"
 VOCAB_FILE = "vocab.model"
+TARGET_VOCAB_FILE = "vocab.targets.model"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,32 +38,61 @@ class RunInfo:
   problem: str
   vocab_size: int
   vocab_file: str          # the copy inside output_dir
+  # The targets' vocabulary: vocab_size and vocab_file again when shared.
+  target_vocab_size: int
+  target_vocab_file: str
   flags: dict
   model: str = DEFAULT_MODEL
   # Tokens (EOS included) of the longest training example, inputs or
   # targets; None for runs that did not record it.
   longest_train_example: int | None = None
 
+  @property
+  def shares_vocabulary(self):
+    return self.target_vocab_file == self.vocab_file
+
+  @property
+  def model_target_vocab_size(self):
+    """What build_model's target_vocab_size takes: None when shared."""
+    return None if self.shares_vocabulary else self.target_vocab_size
+
+
+def _copy_into(source, output_dir, name):
+  """Copies `source` to output_dir/name (temporary name, then rename)."""
+  copy = os.path.join(output_dir, name)
+  if os.path.abspath(source) != os.path.abspath(copy):
+    tmp = f"{copy}.tmp-{os.getpid()}"
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, copy)
+
 
 def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
-                   flags=None, model=DEFAULT_MODEL, longest_train_example=None):
-  """Saves hparams.json, run.json and a copy of the vocabulary.
+                   flags=None, model=DEFAULT_MODEL, longest_train_example=None,
+                   target_vocab_size=None, target_vocab_source=None):
+  """Saves hparams.json, run.json and a copy of the vocabulary (or two).
 
   Args:
+    vocab_size, vocab_source: the (input) vocabulary's size and model file.
     model: the registered model name (t2tlite.registry.models).
     longest_train_example: tokens of the longest example trained on, which
       the decoder compares its inputs with.
+    target_vocab_size, target_vocab_source: the targets' own vocabulary;
+      None when they share the input vocabulary.
   """
+  if (target_vocab_source is None) != (target_vocab_size is None):
+    raise ValueError("write_run_info: give both target_vocab_size and "
+                     "target_vocab_source, or neither (shared vocabulary)")
   tf.io.gfile.makedirs(output_dir)
-  vocab_copy = os.path.join(output_dir, VOCAB_FILE)
-  if os.path.abspath(vocab_source) != os.path.abspath(vocab_copy):
-    tmp = f"{vocab_copy}.tmp-{os.getpid()}"
-    shutil.copyfile(vocab_source, tmp)
-    os.replace(tmp, vocab_copy)
+  _copy_into(vocab_source, output_dir, VOCAB_FILE)
+  if target_vocab_source is not None:
+    _copy_into(target_vocab_source, output_dir, TARGET_VOCAB_FILE)
+    target_vocab_source = os.path.abspath(target_vocab_source)
   files.atomic_write_text(os.path.join(output_dir, HPARAMS_FILE),
                           hp.to_json())
   run = {"problem": problem, "vocab_size": vocab_size,
-         "vocab_source": os.path.abspath(vocab_source), "flags": flags or {},
+         "vocab_source": os.path.abspath(vocab_source),
+         "target_vocab_size": target_vocab_size or vocab_size,
+         "target_vocab_source": target_vocab_source, "flags": flags or {},
          "model": model, "longest_train_example": longest_train_example}
   files.atomic_write_text(os.path.join(output_dir, RUN_FILE),
                           json.dumps(run, indent=2, sort_keys=True))
@@ -82,8 +115,19 @@ def read_run_info(output_dir):
     hp = HParams.from_json(f.read())
   with tf.io.gfile.GFile(paths[1]) as f:
     run = json.load(f)
+  target_vocab_file = paths[2]
+  if run.get("target_vocab_source"):  # absent in runs of a shared vocabulary
+    target_vocab_file = os.path.join(output_dir, TARGET_VOCAB_FILE)
+    if not tf.io.gfile.exists(target_vocab_file):
+      raise FileNotFoundError(
+          f"output_dir={output_dir}: run.json names a target vocabulary but "
+          f"{target_vocab_file} is missing (t2t-trainer copies it there when "
+          "it starts).")
   return RunInfo(hparams=hp, problem=run["problem"],
                  vocab_size=run["vocab_size"], vocab_file=paths[2],
+                 target_vocab_size=run.get("target_vocab_size",
+                                           run["vocab_size"]),
+                 target_vocab_file=target_vocab_file,
                  flags=run.get("flags", {}),
                  model=run.get("model", DEFAULT_MODEL),
                  longest_train_example=run.get("longest_train_example"))
@@ -142,7 +186,13 @@ def load_trained_model(output_dir, checkpoint_path=None, dtype=None):
   """
   info = read_run_info(output_dir)
   path = latest_checkpoint(output_dir, checkpoint_path)
-  model = build_model(info.hparams, info.vocab_size, dtype=dtype,
-                      model=info.model)
+  model = build_run_model(info, dtype=dtype)
   make_checkpoint(model).restore(path).expect_partial()
   return model, info, path
+
+
+def build_run_model(info, dtype=None):
+  """A freshly built (untrained) model of a run's class and vocabularies."""
+  return build_model(info.hparams, info.vocab_size, dtype=dtype,
+                     model=info.model,
+                     target_vocab_size=info.model_target_vocab_size)

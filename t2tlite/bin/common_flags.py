@@ -27,7 +27,7 @@ flags.DEFINE_string("t2t_usr_dir", None, "Plugin folder: its __init__.py "
                     "sets and models.")
 flags.DEFINE_string("output_dir", None, "Training folder: checkpoints, "
                     "TensorBoard summaries, hparams.json, run.json and the "
-                    "vocabulary copy (t2t-trainer writes it, and resumes a "
+                    "vocabulary copies (t2t-trainer writes it, and resumes a "
                     "run found there).")
 
 FLAGS = flags.FLAGS

@@ -37,7 +37,9 @@ def _run():
   choice = precision_flags.chosen("Attention")
   model, info, _, hp = run_flags.load_trained(choice.keras_policy)
   vocab = Vocabulary.from_file(info.vocab_file)
-  maps = [attention_plots.attention_maps(model, vocab, source, target, hp)
+  target_vocab = Vocabulary.from_file(info.target_vocab_file)
+  maps = [attention_plots.attention_maps(model, vocab, source, target, hp,
+                                         target_vocab)
           for source, target in zip(FLAGS.input, targets)]
   print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 

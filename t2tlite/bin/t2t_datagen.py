@@ -1,4 +1,5 @@
-r"""t2t-datagen: writes a problem's vocabulary and TFRecord shards to data_dir.
+r"""t2t-datagen: writes a problem's vocabulary (or its input and target
+vocabularies) and TFRecord shards to data_dir.
 
     t2t-datagen --problem=translate_ende_wmt --data_dir=~/t2t_data \
         [--tmp_dir=T] [--raw_data_dir=R] [--t2t_usr_dir=U] [--vocab_size=N]
@@ -20,8 +21,9 @@ from t2tlite.data import datagen
 
 flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_integer("vocab_size", None, "Overrides the problem's vocabulary "
-                     "size (for small corpora); too large or too small for "
-                     "the corpus, it is changed with a warning.",
+                     "size (for small corpora; the input vocabulary's when "
+                     "the targets have their own); too large or too small "
+                     "for the corpus, it is changed with a warning.",
                      lower_bound=4)
 
 FLAGS = flags.FLAGS

@@ -105,7 +105,8 @@ def _load():
         f"{info.problem}; leave --problem out to use the trained one.")
   logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
   vocab = Vocabulary.from_file(info.vocab_file)
-  return (decoding.Decoder(model, vocab, hp), info.problem,
+  target_vocab = Vocabulary.from_file(info.target_vocab_file)
+  return (decoding.Decoder(model, vocab, hp, target_vocab), info.problem,
           _LengthWarning(vocab, info.longest_train_example))
 
 

@@ -181,6 +181,9 @@ def _train(output_dir):
     with preemption.reporting_lost_workers(strategy, output_dir):
       strategy_lib.wait_for_all_workers(strategy)  # others wait for the data
   vocab = problem.vocabulary(data_dir)
+  # None: the targets share the input vocabulary (one embedding matrix).
+  target_vocab_size = (None if problem.shares_vocabulary else
+                       problem.vocabulary(data_dir, "targets").size)
   if chief:
     recorded = {name: FLAGS[name].value for name in _RECORDED_FLAGS}
     # What a restart without --problem/--data_dir/--hparams_set falls back on.
@@ -195,7 +198,10 @@ def _train(output_dir):
     run_dir.write_run_info(
         output_dir, hp, problem.name, vocab.size, problem.vocab_file(data_dir),
         flags=recorded, model=model,
-        longest_train_example=_longest_train_example(problem, data_dir, hp))
+        longest_train_example=_longest_train_example(problem, data_dir, hp),
+        target_vocab_size=target_vocab_size,
+        target_vocab_source=(None if target_vocab_size is None else
+                             problem.vocab_file(data_dir, "targets")))
   config = trainer_lib.TrainConfig(
       output_dir=output_dir, train_steps=hp.train_steps,
       schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,
@@ -209,7 +215,8 @@ def _train(output_dir):
     return problem.distributed_dataset(strategy, data_dir, split, hp, training,
                                        seed=FLAGS.random_seed)
 
-  trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset)
+  trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset,
+                                target_vocab_size=target_vocab_size)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
       raise console.CommandError(

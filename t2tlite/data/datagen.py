@@ -3,13 +3,16 @@
 Everything lands in data_dir under the problem's data name P:
 
     vocab.P.model                 sentencepiece model (trained once, reused)
+    vocab.P.targets.model         the targets' own model, when the problem
+                                  declares a target_vocab_type
     P-<split>-NNNNN-of-NNNNN      TFRecord shards (+ .json statistics each)
     P-<dev|test>.inputs.txt       the text of the dev/test samples kept in the
     P-<dev|test>.targets.txt      records, for decoding and BLEU/F1 later
     P.datagen.json                the summary of the last complete run
 
 Re-running keeps what is complete: the vocabulary, complete shards and text
-files. Training a new vocabulary deletes P's old records (their ids are stale).
+files. Training a new vocabulary (of either side) deletes P's old records
+(their ids are stale).
 """
 import json
 import os
@@ -31,14 +34,16 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
     data_dir: output folder (created).
     tmp_dir: downloads and scratch space; default `data_dir/tmp`.
     raw_data_dir: local raw corpus for problems that read one.
-    vocab_size: overrides `problem.vocab_size` (reduced with a warning when
-      the corpus cannot support it).
+    vocab_size: overrides `problem.vocab_size`, the size of the shared (or
+      input) vocabulary (reduced with a warning when the corpus cannot
+      support it).
     progress: optional callable(split, samples_read), called every 1000
       samples.
 
   Returns:
     {"problem", "data_dir", "vocab": {"file", "type", "size", "requested",
-    "reused"}, "splits": {split: {"examples", "input_tokens",
+    "reused"} (plus "targets": the same keys, for a separate target
+    vocabulary), "splits": {split: {"examples", "input_tokens",
     "target_tokens", "skipped": {reason: n}, "skipped_where": {reason:
     [where]}, "lengths", "shards", "reused_shards"}}}; also saved as
     P.datagen.json.
@@ -48,12 +53,17 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   tmp_dir = os.path.expanduser(tmp_dir or os.path.join(data_dir, "tmp"))
   raw_data_dir = raw_data_dir and os.path.expanduser(raw_data_dir)
   splits = problem.available_splits(tmp_dir, raw_data_dir)  # fails early
-  summary = {
-      "problem": problem.data_name, "data_dir": data_dir,
-      "vocab": _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir,
-                                  vocab_size),
-      "splits": {}}
-  vocab = problem.vocabulary(data_dir)
+  vocab_info = _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir,
+                                  vocab_size, "inputs")
+  if not problem.shares_vocabulary:
+    vocab_info["targets"] = _ensure_vocabulary(
+        problem, data_dir, tmp_dir, raw_data_dir, None, "targets")
+  summary = {"problem": problem.data_name, "data_dir": data_dir,
+             "vocab": vocab_info, "splits": {}}
+  # The stored sides (a _rev problem writes NAME's files, unswapped).
+  vocab, target_vocab = (
+      vocab_lib.Vocabulary.from_file(problem.stored_vocab_file(data_dir, side))
+      for side in ("inputs", "targets"))
   for split in splits:
     paths = records.shard_paths(data_dir, problem.data_name, split,
                                 problem.num_shards[split])
@@ -61,7 +71,7 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
                   problem.stored_text_files(data_dir, split))
     summary["splits"][split] = records.write_split(
         problem.generate_samples(split, tmp_dir, raw_data_dir), vocab, paths,
-        max_length=problem.max_length if split == "train" else None,
+        target_vocab=target_vocab, max_length=problem.max_length if split == "train" else None,
         text_paths=text_paths,
         progress=(lambda n, split=split: progress(split, n)) if progress
         else None)
@@ -70,10 +80,21 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   return summary
 
 
-def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size):
-  path = problem.vocab_file(data_dir)
-  requested = vocab_size or problem.vocab_size
-  info = {"file": path, "type": problem.vocab_type, "requested": requested}
+def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
+                       side):
+  """Reuses or trains the vocabulary of a stored side; returns its summary.
+
+  A shared vocabulary is trained on both sides; a separate one (see
+  `Text2TextProblem.target_vocab_type`) on its own side only.
+  """
+  path = problem.stored_vocab_file(data_dir, side)
+  if side == "targets":
+    vocab_type = problem.target_vocab_type
+    requested = problem.target_vocab_size or problem.vocab_size
+  else:
+    vocab_type = problem.vocab_type
+    requested = vocab_size or problem.vocab_size
+  info = {"file": path, "type": vocab_type, "requested": requested}
   if os.path.exists(path):
     size = vocab_lib.Vocabulary.from_file(path).size
     if vocab_size and vocab_size != size:
@@ -83,9 +104,10 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size):
           "then regenerated).", path, size, vocab_size)
     return dict(info, size=size, reused=True)
   _remove_records(data_dir, problem.data_name)
+  text_side = None if problem.shares_vocabulary else side
   size = vocab_lib.train_sentencepiece(
-      lambda: problem.vocab_texts(tmp_dir, raw_data_dir), path, requested,
-      model_type=problem.vocab_type,
+      lambda: problem.vocab_texts(tmp_dir, raw_data_dir, side=text_side),
+      path, requested, model_type=vocab_type,
       input_sentence_size=problem.vocab_sample_size,
       byte_fallback=problem.vocab_byte_fallback)
   return dict(info, size=size, reused=False)
@@ -101,17 +123,25 @@ def _remove_records(data_dir, data_name):
       os.remove(os.path.join(data_dir, name))
 
 
+def _vocab_line(label, vocab):
+  requested = (f" (requested {vocab['requested']})"
+               if vocab["size"] != vocab["requested"] else "")
+  return (f"  {label} ({'reused' if vocab['reused'] else 'trained'}): "
+          f"{vocab['file']}, {vocab['type']}, {vocab['size']} pieces"
+          f"{requested}")
+
+
 def format_summary(summary):
   """The closing report of a `generate` summary, as text lines."""
   vocab = summary["vocab"]
-  requested = (f" (requested {vocab['requested']})"
-               if vocab["size"] != vocab["requested"] else "")
-  lines = [f"{summary['problem']} -> {summary['data_dir']}",
-           f"  vocabulary ({'reused' if vocab['reused'] else 'trained'}): "
-           f"{vocab['file']}, {vocab['type']}, {vocab['size']} pieces"
-           f"{requested}",
-           f"  {'split':6} {'examples':>10} {'input tok':>12} "
-           f"{'target tok':>12} {'shards':>12}  skipped"]
+  lines = [f"{summary['problem']} -> {summary['data_dir']}"]
+  if "targets" in vocab:
+    lines += [_vocab_line("input vocabulary", vocab),
+              _vocab_line("target vocabulary", vocab["targets"])]
+  else:
+    lines.append(_vocab_line("vocabulary", vocab))
+  lines.append(f"  {'split':6} {'examples':>10} {'input tok':>12} "
+               f"{'target tok':>12} {'shards':>12}  skipped")
   for split, stats in summary["splits"].items():
     skipped = ", ".join(
         f"{count} {reason} (e.g. "

@@ -127,14 +127,15 @@ def _clean(text):
   return " ".join(text.split()) if isinstance(text, str) else ""
 
 
-def write_split(samples, vocab, paths, max_length=None, text_paths=None,
-                progress=None):
+def write_split(samples, vocab, paths, target_vocab=None, max_length=None,
+                text_paths=None, progress=None):
   """Encodes and writes the samples of one split into `paths`, resumably.
 
   Args:
     samples: iterator of {"inputs": str, "targets": str} or `Skipped`.
-    vocab: the `Vocabulary` (ids get EOS appended).
+    vocab: the inputs' `Vocabulary` (ids get EOS appended).
     paths: shard paths (`shard_paths`); complete ones are kept as they are.
+    target_vocab: the targets' `Vocabulary`; None: `vocab`.
     max_length: if set, examples with more tokens (EOS included) on either
       side are skipped and counted.
     text_paths: optional (inputs_path, targets_path): the kept samples' text,
@@ -150,14 +151,14 @@ def write_split(samples, vocab, paths, max_length=None, text_paths=None,
   text_paths = text_paths or ()
   need_text = not all(os.path.exists(p) for p in text_paths)
   if todo or need_text:
-    _write(samples, vocab, paths, stats, todo, max_length,
-           text_paths if need_text else (), progress)
+    _write(samples, (vocab, target_vocab or vocab), paths, stats, todo,
+           max_length, text_paths if need_text else (), progress)
   summary = read_stats(paths)
   summary.update(shards=num_shards, reused_shards=num_shards - len(todo))
   return summary
 
 
-def _write(samples, vocab, paths, stats, todo, max_length, text_paths,
+def _write(samples, vocabs, paths, stats, todo, max_length, text_paths,
            progress):
   writers = {i: tf.io.TFRecordWriter(paths[i] + ".incomplete") for i in todo}
   texts = [open(p + ".incomplete", "w", encoding="utf-8") for p in text_paths]
@@ -165,7 +166,7 @@ def _write(samples, vocab, paths, stats, todo, max_length, text_paths,
 
   def flush():
     encoded = [vocab.encode(tf.constant([p[k] for p in pending])).to_list()
-               for k in (2, 3)]
+               for k, vocab in zip((2, 3), vocabs)]
     for (shard, index, _, _), inputs, targets in zip(pending, *encoded):
       inputs, targets = inputs + [EOS_ID], targets + [EOS_ID]
       length = max(len(inputs), len(targets))

@@ -5,6 +5,7 @@ in the exported serving graph, so there is one tokenizer everywhere.
 
 Fixed ids (every problem): 0 = PAD, 1 = EOS, 2 = UNK; no BOS.
 """
+import hashlib
 import io
 import os
 import re
@@ -18,7 +19,16 @@ PAD_ID = 0
 EOS_ID = 1
 UNK_ID = 2
 
-MODEL_TYPES = ("bpe", "unigram")
+MODEL_TYPES = ("bpe", "unigram", "word")
+
+# A "word" model is a closed vocabulary: one piece per distinct
+# whitespace-separated token of the corpus, whatever vocab_size says, taken
+# as written (no Unicode normalisation, no splitting of digits or scripts),
+# so that e.g. every tree symbol of a linearized parse is exactly one id.
+_WORD_MODEL_OPTIONS = dict(
+    use_all_vocab=True, hard_vocab_limit=False,
+    normalization_rule_name="identity", split_by_number=False,
+    split_by_unicode_script=False, max_sentencepiece_length=512)
 
 
 def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
@@ -34,8 +44,10 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
     texts_fn: a function returning a fresh iterator of str sentences (called
       again if training has to be retried with a smaller size).
     path: where the `.model` file goes.
-    vocab_size: requested number of pieces, special ids included.
-    model_type: "bpe" or "unigram".
+    vocab_size: requested number of pieces, special ids included (for
+      "word", a soft limit that every token seen still exceeds).
+    model_type: "bpe", "unigram" or "word" (one id per whitespace-separated
+      token seen; unseen tokens become UNK).
     input_sentence_size: at most this many sentences, sampled by sentencepiece,
       are used for training (bounds memory on large corpora).
     byte_fallback: characters outside the vocabulary are encoded as UTF-8
@@ -47,6 +59,7 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
   if model_type not in MODEL_TYPES:
     raise ValueError(f"model_type={model_type!r}: expected one of "
                      f"{MODEL_TYPES}")
+  options = _WORD_MODEL_OPTIONS if model_type == "word" else {}
   size = vocab_size
   while True:
     model = io.BytesIO()
@@ -58,7 +71,7 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
           input_sentence_size=input_sentence_size,
           byte_fallback=byte_fallback,
           shuffle_input_sentence=True, num_threads=os.cpu_count() or 1,
-          minloglevel=2)
+          minloglevel=2, **options)
       break
     except RuntimeError as error:
       too_high = re.search(r"value <= (\d+)", str(error))
@@ -104,8 +117,13 @@ class Vocabulary(tf.Module):
     super().__init__(name=name)
     self.path = path
     self.model_proto = model_proto
+    # A name of its own per model: in a loaded SavedModel, tensorflow-text
+    # sentencepiece resources created under the same name are one resource,
+    # so a second vocabulary (the targets') would silently run the first.
+    digest = hashlib.sha256(model_proto).hexdigest()[:16]
     self.tokenizer = tf_text.SentencepieceTokenizer(
-        model=model_proto, out_type=tf.int32, add_bos=False, add_eos=False)
+        model=model_proto, out_type=tf.int32, add_bos=False, add_eos=False,
+        name=f"sentencepiece_{digest}")
     processor = spm.SentencePieceProcessor(model_proto=model_proto)
     self.size = processor.vocab_size()
     if (processor.pad_id(), processor.eos_id(), processor.unk_id()) != (

@@ -37,37 +37,41 @@ def _trim_at_eos(ids):
       [i for i in ids if i != decoding.PAD_ID] + [decoding.EOS_ID])
 
 
-def attention_maps(model, vocab, source, target=None, hp=None):
+def attention_maps(model, vocab, source, target=None, hp=None,
+                   target_vocab=None):
   """Every attention map of one sentence pair.
 
   Args:
     model: a Transformer with `attention_weights`.
-    vocab: its Vocabulary.
+    vocab: its (input) Vocabulary.
     source: the input sentence.
     target: the output sentence; None decodes one with `hp`.
     hp: DecodeHParams for that decoding (default: the paper's).
+    target_vocab: its target Vocabulary (target pieces); None: vocab.
   Returns:
     dict: "source", "target" (text); "pieces": {"source", "target",
     "decoder_input": list of str}; "weights": {"encoder", "decoder_self",
     "encdec": list over layers of float32 numpy [heads, queries, keys]}.
   """
+  target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
   if target is None:
     hp = hp or decoding.DecodeHParams()
     out = decoding.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                               hp.extra_length)["outputs"][0].numpy()
     target_ids = _trim_at_eos(out)
-    target = vocab.decode_ids(target_ids)
+    target = target_vocab.decode_ids(target_ids)
   else:
-    target_ids = vocab.encode_text(target)
+    target_ids = target_vocab.encode_text(target)
   targets = tf.constant([target_ids], tf.int32)
   weights = model.attention_weights({"inputs": inputs, "targets": targets})
   source_ids = inputs[0].numpy().tolist()
   return {
       "source": source, "target": target,
       "pieces": {"source": _pieces(vocab, source_ids),
-                 "target": _pieces(vocab, target_ids),
-                 "decoder_input": ["<s>"] + _pieces(vocab, target_ids[:-1])},
+                 "target": _pieces(target_vocab, target_ids),
+                 "decoder_input": ["<s>"] + _pieces(target_vocab,
+                                                    target_ids[:-1])},
       "weights": {kind: [w[0].numpy() for w in weights[kind]]
                   for kind, *_ in KINDS},
   }

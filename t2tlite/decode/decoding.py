@@ -3,7 +3,9 @@ function an exporter wraps, and batched decoding of a list of lines.
 
     model, info, _ = run_dir.load_trained_model(output_dir)
     vocab = Vocabulary.from_file(info.vocab_file)
-    decoder = Decoder(model, vocab, DecodeHParams.parse("beam_size=4"))
+    target_vocab = Vocabulary.from_file(info.target_vocab_file)
+    decoder = Decoder(model, vocab, DecodeHParams.parse("beam_size=4"),
+                      target_vocab)
     outputs, scores = decoder.decode_lines(lines)
 """
 import dataclasses
@@ -150,12 +152,14 @@ def encode_inputs(vocab, strings):
   return tf.concat([ids, eos], axis=1).to_tensor()
 
 
-def decode_strings(model, vocab, strings, hp):
+def decode_strings(model, vocab, strings, hp, target_vocab=None):
   """Text in, text out, all in graph (tensorflow-text tokenizer).
 
   Args:
+    vocab: the inputs' Vocabulary (encodes `strings`).
     strings: tf.string [batch]; empty (or blank) strings give empty outputs.
     hp: DecodeHParams (batch_size is not used here).
+    target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
   Returns:
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
@@ -163,20 +167,21 @@ def decode_strings(model, vocab, strings, hp):
   result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
                       hp.alpha, hp.extra_length, hp.return_beams)
   ids, scores = result["outputs"], result["scores"]
+  target_vocab = target_vocab or vocab
   if hp.return_beams:
     beams = tf.shape(ids)[1]
-    flat = vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
+    flat = target_vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
     text = tf.reshape(flat, [-1, beams])
     blank = tf.equal(tf.strings.strip(strings), "")[:, tf.newaxis]
   else:
-    text = vocab.decode(ids)
+    text = target_vocab.decode(ids)
     blank = tf.equal(tf.strings.strip(strings), "")
   return {"outputs": tf.where(blank, tf.constant(""), text),
           "scores": scores}
 
 
 class Decoder:
-  """A model and vocabulary with a traced text-to-text search.
+  """A model and its vocabularies with a traced text-to-text search.
 
   The tf.function takes tf.string [None], so batches of any size and length
   reuse one graph. (Not XLA-compiled: the tensorflow-text tokenizer ops have
@@ -184,14 +189,17 @@ class Decoder:
 
   Args:
     model: a trained Transformer.
-    vocab: its `t2tlite.data.vocab.Vocabulary`.
+    vocab: its (input) `t2tlite.data.vocab.Vocabulary`.
     hp: DecodeHParams.
+    target_vocab: its target Vocabulary; None: vocab (shared).
   """
 
-  def __init__(self, model, vocab, hp):
+  def __init__(self, model, vocab, hp, target_vocab=None):
     self.model, self.vocab, self.hp = model, vocab, hp
+    self.target_vocab = target_vocab or vocab
     self._decode = tf.function(
-        lambda strings: decode_strings(model, vocab, strings, hp),
+        lambda strings: decode_strings(model, vocab, strings, hp,
+                                       self.target_vocab),
         input_signature=[tf.TensorSpec([None], tf.string)])
 
   def decode_batch(self, strings):

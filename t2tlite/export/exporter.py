@@ -119,8 +119,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   """Exports a trained run for TF Serving.
 
   Args:
-    output_dir: the training folder (hparams.json, run.json, vocab.model,
-      checkpoints), see t2tlite.run_dir.
+    output_dir: the training folder (hparams.json, run.json, vocab.model
+      and vocab.targets.model if any, checkpoints), see t2tlite.run_dir.
     export_dir: where version folders go; default OUTPUT_DIR/export.
     checkpoint_path: a checkpoint prefix or folder (e.g. OUTPUT_DIR/averaged);
       default the newest checkpoint in output_dir.
@@ -147,7 +147,9 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
       dtype=precision_lib.KERAS_POLICY[precision])
   hp = _decode_hparams(decode_hparams, info.problem)
   vocab = Vocabulary.from_file(info.vocab_file)
-  module = ServingModule(model, vocab, hp)
+  target_vocab = (None if info.shares_vocabulary else
+                  Vocabulary.from_file(info.target_vocab_file))
+  module = ServingModule(model, vocab, hp, target_vocab=target_vocab)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   tmp = os.path.join(export_dir, f"temp-{uuid.uuid4().hex}")
@@ -157,7 +159,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
     metadata = {"checkpoint": checkpoint, "problem": info.problem,
                 "decode_hparams": vars(hp), "precision": precision,
                 "max_input_length": module.max_input_length,
-                "vocab_size": vocab.size}
+                "vocab_size": vocab.size,
+                "target_vocab_size": module.target_vocab.size}
     tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
     files.atomic_write_text(os.path.join(tmp, METADATA_FILE),
                             json.dumps(metadata, indent=2, sort_keys=True))

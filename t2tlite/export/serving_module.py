@@ -4,7 +4,8 @@ Signatures (TF Serving's signature_name; both take the input key "inputs"
 and return the keys "outputs" and "scores"):
 
     serving_default  inputs tf.string [batch], raw UTF-8 text
-                     -> outputs tf.string [batch] detokenized text,
+                     -> outputs tf.string [batch] detokenized text (by the
+                       target vocabulary),
                         scores float32 [batch]
     translate_ids    inputs int32 [batch, len], ids 0-padded, each row
                      ending with EOS (1)
@@ -17,7 +18,8 @@ search's length-penalised log-probability (greedy: the log-probability).
 
 Input rules, applied in the graph so that no request fails:
   * text is made valid UTF-8 first: invalid bytes become U+FFFD;
-  * ids outside [0, vocab_size) become UNK (2); a row ends at its first EOS;
+  * ids outside [0, input vocab_size) become UNK (2); a row ends at its
+    first EOS;
   * an input longer than max_input_length - 1 tokens keeps its first
     max_input_length - 1 tokens, then EOS is appended, so the encoder never
     sees more than max_input_length (= hparams.max_length) positions;
@@ -88,19 +90,21 @@ class _TruncatingVocab:
     return self.vocab.decode(ids)
 
 
-def translate_text(model, vocab, hp, max_input_length, inputs):
+def translate_text(model, vocab, hp, max_input_length, inputs,
+                   target_vocab=None):
   """Text in, text out (the serving_default signature).
 
   Args:
-    model: a Transformer; vocab: its Vocabulary; hp: DecodeHParams.
+    model: a Transformer; vocab: its (input) Vocabulary; hp: DecodeHParams.
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
+    target_vocab: the Vocabulary of its outputs; None: vocab.
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
-  result = decoding.decode_strings(model, truncating, text, hp)
+  result = decoding.decode_strings(model, truncating, text, hp, target_vocab)
   blank = tf.equal(tf.strings.strip(text), "")
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
@@ -113,7 +117,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs):
 
   Args:
     inputs: int32 [batch, len], 0-padded rows ending with EOS.
-    (others as in `translate_text`; vocab_size: ids at or above it are UNK)
+    (others as in `translate_text`; vocab_size: the input vocabulary's,
+    ids at or above it are UNK)
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
@@ -139,27 +144,31 @@ class ServingModule(tf.Module):
 
   Args:
     model: a trained Transformer.
-    vocab: its `t2tlite.data.vocab.Vocabulary` (a tf.Module holding the
-      tensorflow-text SentencepieceTokenizer, whose sentencepiece model bytes
-      are saved in the graph).
+    vocab: its (input) `t2tlite.data.vocab.Vocabulary` (a tf.Module holding
+      the tensorflow-text SentencepieceTokenizer, whose sentencepiece model
+      bytes are saved in the graph).
     hp: `decoding.DecodeHParams`, fixed in the graph (batch_size is unused:
       clients batch).
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
+    target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
   """
 
-  def __init__(self, model, vocab, hp, max_input_length=None, name=None):
+  def __init__(self, model, vocab, hp, max_input_length=None, name=None,
+               target_vocab=None):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
                           in run_dir.model_variables(model).items()}
     self.vocab = vocab
+    self.target_vocab = target_vocab or vocab
     self.max_input_length = int(max_input_length or model.config.max_length)
     if self.max_input_length < 2:
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
     self.translate_text = tf.function(
-        lambda inputs: translate_text(model, vocab, hp, length, inputs),
+        lambda inputs: translate_text(model, vocab, hp, length, inputs,
+                                      self.target_vocab),
         input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)])
     self.translate_ids = tf.function(
         lambda inputs: translate_ids(model, vocab.size, hp, length, inputs),

@@ -28,20 +28,31 @@ def shift_right(targets):
 class Transformer(keras.Model):
   """Encoder-decoder Transformer with one shared embedding matrix.
 
+  With a separate target vocabulary, the encoder has its own embedding
+  (`input_embedding`) and `embedding` holds the targets' matrix, still shared
+  by the decoder input and the pre-softmax projection (section 3.4).
+
   Args:
-    vocab_size: shared source/target vocabulary size.
+    vocab_size: shared (or source) vocabulary size.
     config: a TransformerConfig (or its dict form, as get_config gives it).
+    target_vocab_size: the targets' own vocabulary size; None: they share
+      the source vocabulary (one matrix for all three uses).
   Call: {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
-    -> float32 logits [batch, tgt_len, vocab_size].
+    -> float32 logits [batch, tgt_len, target_vocab_size (or vocab_size)].
   """
 
-  def __init__(self, vocab_size, config, **kwargs):
+  def __init__(self, vocab_size, config, target_vocab_size=None, **kwargs):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
+    self.target_vocab_size = target_vocab_size
     self.config = c = TransformerConfig.coerce(config)
     policy = self.dtype_policy
-    self.embedding = SharedEmbedding(vocab_size, c.d_model, name="embedding",
-                                     dtype=policy)
+    if target_vocab_size is not None:
+      self.input_embedding = SharedEmbedding(
+          vocab_size, c.d_model, name="input_embedding", dtype=policy)
+    self.embedding = SharedEmbedding(
+        vocab_size if target_vocab_size is None else target_vocab_size,
+        c.d_model, name="embedding", dtype=policy)
     self.encoder_positions = PositionEncoding(
         c.position_encoding, c.max_length, name="encoder_positions",
         dtype=policy)
@@ -62,6 +73,8 @@ class Transformer(keras.Model):
   def build(self, features_shape=None):
     hidden = (None, None, self.config.d_model)
     self.embedding.build()
+    if self.target_vocab_size is not None:
+      self.input_embedding.build()
     self.encoder_positions.build(hidden)
     self.decoder_positions.build(hidden)
     for layer in self.encoder_layers:
@@ -73,18 +86,24 @@ class Transformer(keras.Model):
       self.decoder_norm.build(hidden)
 
   @classmethod
-  def from_hparams(cls, hp, vocab_size, **kwargs):
-    return cls(vocab_size, TransformerConfig.from_hparams(hp), **kwargs)
+  def from_hparams(cls, hp, vocab_size, target_vocab_size=None, **kwargs):
+    return cls(vocab_size, TransformerConfig.from_hparams(hp),
+               target_vocab_size=target_vocab_size, **kwargs)
 
   def _final_norm(self, x, norm_name):
     if self.config.norm_position == "pre":
       return getattr(self, norm_name)(x)
     return x
 
-  def _embed(self, ids, positions, training, start=0, search_weights=None):
-    x = positions(self.embedding(ids, search_weights=search_weights),
-                  start=start)
+  def _embed(self, embedding, ids, positions, training, start=0,
+             search_weights=None):
+    x = positions(embedding(ids, search_weights=search_weights), start=start)
     return self.embedding_dropout(x, training=training)
+
+  @property
+  def _source_embedding(self):
+    return (self.embedding if self.target_vocab_size is None else
+            self.input_embedding)
 
   def encode(self, inputs, training=False, return_attention_weights=False):
     """Encoder stack.
@@ -96,7 +115,8 @@ class Transformer(keras.Model):
       weights [batch, heads, src_len, src_len] when return_attention_weights).
     """
     bias = padding_bias(inputs)
-    x = self._embed(inputs, self.encoder_positions, training)
+    x = self._embed(self._source_embedding, inputs, self.encoder_positions,
+                    training)
     weights = []
     for layer in self.encoder_layers:
       x, w = layer(x, bias, training=training, return_attention_weights=True)
@@ -113,7 +133,7 @@ class Transformer(keras.Model):
       memory: [batch, src_len, d_model] from `encode`.
       inputs: int32 [batch, src_len] the source ids (for the padding mask).
     Returns:
-      float32 logits [batch, tgt_len, vocab_size] (and per-layer dicts of
+      float32 logits [batch, tgt_len, target vocab] (and per-layer dicts of
       "self"/"encdec" attention weights when return_attention_weights).
     """
     decoder_inputs = shift_right(targets)
@@ -141,11 +161,11 @@ class Transformer(keras.Model):
         the position written).
       search_weights: None, or the per-search weights (`search_weights`).
     Returns:
-      (float32 logits [rows, len, vocab_size], per-layer attention weight
+      (float32 logits [rows, len, target vocab], per-layer attention weight
       dicts, the updated caches or None).
     """
-    x = self._embed(decoder_inputs, self.decoder_positions, training,
-                    start=start, search_weights=search_weights)
+    x = self._embed(self.embedding, decoder_inputs, self.decoder_positions,
+                    training, start=start, search_weights=search_weights)
     weights, new_caches = [], []
     for i, layer in enumerate(self.decoder_layers):
       cache_args = {}
@@ -256,7 +276,7 @@ class Transformer(keras.Model):
       growing: the cache was made without max_decode_length.
       search_weights: None, or from `search_weights`.
     Returns:
-      (float32 logits [rows, vocab_size], updated cache).
+      (float32 logits [rows, target vocab], updated cache).
     """
     logits, _, layers = self._decoder(
         ids[:, tf.newaxis], list(zip(memory["keys"], memory["values"])),
@@ -278,6 +298,8 @@ class Transformer(keras.Model):
 
   def get_config(self):
     config = super().get_config()
-    config.update(vocab_size=self.vocab_size, config=self.config.to_dict())
+    config.update(vocab_size=self.vocab_size,
+                  target_vocab_size=self.target_vocab_size,
+                  config=self.config.to_dict())
     return config
 

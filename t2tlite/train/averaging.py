@@ -11,7 +11,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from t2tlite import models, run_dir
+from t2tlite import run_dir
 
 AVERAGED_SUBDIR = "averaged"
 
@@ -57,8 +57,7 @@ def average_checkpoints(output_dir, n, averaged_dir=None):
   """
   info = run_dir.read_run_info(output_dir)
   paths = last_checkpoints(output_dir, n)
-  model = models.build_model(info.hparams, info.vocab_size,
-                              model=info.model)
+  model = run_dir.build_run_model(info)
   checkpoint = run_dir.make_checkpoint(model)
   variables = run_dir.model_variables(model)
   sums = {}

@@ -174,13 +174,15 @@ class Trainer:
     hp: HParams of the model, optimizer and batches.
     config: TrainConfig.
     strategy: a tf.distribute.Strategy (see `t2tlite.train.strategy`).
-    vocab_size: shared vocabulary size.
+    vocab_size: shared (or input) vocabulary size.
     make_dataset: `(split, training) -> tf.distribute.DistributedDataset` of
       {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
       per replica; training datasets should repeat (a finite one restarts).
+    target_vocab_size: the targets' own vocabulary size; None when shared.
   """
 
-  def __init__(self, hp, config, strategy, vocab_size, make_dataset):
+  def __init__(self, hp, config, strategy, vocab_size, make_dataset,
+               target_vocab_size=None):
     self.hp, self.config, self.strategy = hp, config, strategy
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
@@ -188,7 +190,7 @@ class Trainer:
     with strategy.scope():
       self.model = models.build_model(
           hp, vocab_size, dtype=MIXED_PRECISION[config.mixed_precision],
-          model=config.model)
+          model=config.model, target_vocab_size=target_vocab_size)
       self.base_optimizer = build_optimizer(hp)
       self.optimizer = (
           keras.optimizers.LossScaleOptimizer(self.base_optimizer)

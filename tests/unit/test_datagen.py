@@ -14,7 +14,7 @@ import t2tlite.problems  # noqa: F401  (registers the built-in problems)
 from corpora import MULTI30K_TRAIN_LINES, read_lines, shared_corpus
 from t2tlite import problem as problem_lib
 from t2tlite import registry
-from t2tlite.data import records, trees
+from t2tlite.data import datagen, records, trees
 from t2tlite.hparams_lib import create_hparams
 
 PLUGINS = pathlib.Path(__file__).resolve().parents[1] / "support" / "plugins"
@@ -225,3 +225,62 @@ def test_new_vocabulary_regenerates_every_record(tmp_path):
   assert third["vocab"]["reused"]
   assert all(s["reused_shards"] == s["shards"]
              for s in third["splits"].values())
+
+
+_NAMES = "zero one two three four five six seven eight nine".split()
+
+
+def _digit_names_problem():
+  """Digits in, their reversed names out, the names in a word vocabulary."""
+  from t2tlite.problems.algorithmic import AlgorithmicReverse
+
+  class DigitNames(AlgorithmicReverse):
+    name = "digit_names"
+    num_shards = {"train": 2, "dev": 1, "test": 1}
+    num_samples = {"train": 300, "dev": 20, "test": 20}
+    target_vocab_type = "word"
+
+    def generate_samples(self, split, tmp_dir, raw_data_dir=None):
+      for sample in super().generate_samples(split, tmp_dir, raw_data_dir):
+        yield {"inputs": sample["inputs"], "targets": " ".join(
+            _NAMES[int(d)] for d in sample["targets"].split())}
+
+  return DigitNames
+
+
+def test_separate_target_vocabulary_encodes_each_side_with_its_own(tmp_path):
+  problem = _digit_names_problem()()
+  data_dir = str(tmp_path)
+  summary = problem.generate_data(data_dir)
+  inputs_vocab = problem.vocabulary(data_dir)
+  targets_vocab = problem.vocabulary(data_dir, "targets")
+  assert summary["vocab"]["file"] == os.path.join(data_dir,
+                                                  "vocab.digit_names.model")
+  assert summary["vocab"]["size"] == inputs_vocab.size == 24
+  assert summary["vocab"]["targets"] == {
+      "file": os.path.join(data_dir, "vocab.digit_names.targets.model"),
+      "type": "word", "requested": 24, "size": 13, "reused": False}
+  assert "target vocabulary (trained):" in datagen.format_summary(summary)
+  # Each vocabulary was trained on its own side only.
+  assert sorted(p.decode() for p in targets_vocab.id_to_piece(
+      list(range(3, 13))).numpy()) == sorted("▁" + n for n in _NAMES)
+  assert b"\xe2\x96\x81nine" not in inputs_vocab.id_to_piece(
+      list(range(24))).numpy().tolist()
+  examples = _records(problem.shard_files(data_dir, "dev")[0])
+  pairs = problem.text_pairs(data_dir, "dev")
+  assert len(examples) == len(pairs) == 20
+  for example, (source, target) in zip(examples, pairs):
+    assert inputs_vocab.decode_ids(example["inputs"].numpy()) == source
+    assert targets_vocab.decode_ids(example["targets"].numpy()) == target
+    assert len(example["targets"]) == len(target.split()) + 1  # a word an id
+
+  # The reversed problem reads the same files, each vocabulary on its side.
+  backward = type(problem)(reverse=True)
+  assert backward.vocabulary(data_dir).path == targets_vocab.path
+  assert backward.vocabulary(data_dir, "targets").path == inputs_vocab.path
+
+  # A new target vocabulary makes every record stale; the input one is kept.
+  os.remove(problem.vocab_file(data_dir, "targets"))
+  again = problem.generate_data(data_dir)
+  assert again["vocab"]["reused"] and not again["vocab"]["targets"]["reused"]
+  assert all(s["reused_shards"] == 0 for s in again["splits"].values())

@@ -296,3 +296,41 @@ def test_config_from_hparams_and_dict_form():
   assert (config.d_model, config.d_v) == (hp.d_model, 24)
   assert TransformerConfig.coerce(config.to_dict()) == config
   assert Transformer.from_hparams(hp, 40).config == config
+
+
+def test_separate_target_vocabulary():
+  """vocab 40 for the encoder, 13 for the decoder input and the tied
+  pre-softmax projection."""
+  from t2tlite import run_dir
+  from t2tlite.decode.decoding import decode_ids
+  keras.utils.set_random_seed(1)
+  hp = t2tlite.create_hparams("transformer_tiny",
+                              "num_layers=1,norm_position=pre,"
+                              "position_encoding=learned")
+  model = t2tlite.build_model(hp, 40, target_vocab_size=13)
+  d_model = model.config.d_model
+  assert model.input_embedding.embeddings.shape == (40, d_model)
+  assert model.embedding.embeddings.shape == (13, d_model)
+  assert model.count_params() == analytic_param_count(hp, 40) + 13 * d_model
+  assert sorted(run_dir.model_variables(model)) == sorted(
+      CHECKPOINT_KEYS + ["input_embedding/embeddings"])
+
+  inputs = tf.constant([[39, 38, 7, 1, 0], [4, 3, 1, 0, 0]])
+  targets = tf.constant([[12, 11, 1], [5, 1, 0]])
+  full = model({"inputs": inputs, "targets": targets}).numpy()
+  assert full.shape == (2, 3, 13)
+  decode_step, cache = model.prepare_decoding(inputs, 4)
+  previous = tf.zeros([2], tf.int32)
+  for step in range(3):
+    logits, cache = decode_step(previous, tf.constant(step), cache)
+    np.testing.assert_allclose(logits.numpy(), full[:, step], atol=1e-4)
+    previous = targets[:, step]
+  outputs = decode_ids(model, inputs, beam_size=3, extra_length=6)["outputs"]
+  assert outputs.shape[0] == 2 and int(tf.reduce_max(outputs)) < 13
+
+  config = model.get_config()
+  assert (config["vocab_size"], config["target_vocab_size"]) == (40, 13)
+  clone = Transformer.from_config(config)
+  clone.build_by_calling()
+  assert clone.get_config() == config
+  assert [w.shape for w in clone.weights] == [w.shape for w in model.weights]

@@ -8,6 +8,7 @@ import t2tlite.problems  # noqa: F401  (registers the built-in problems)
 from corpora import shared_corpus
 from t2tlite.data import trees
 from t2tlite.data.samples import DataError
+from t2tlite.data.vocab import UNK_ID
 from t2tlite.problem import get_problem
 from t2tlite.problems import parsing
 
@@ -136,10 +137,21 @@ def test_parsing_datagen_and_postprocess(tmp_path):
   assert summary["splits"]["dev"]["skipped"] == {}
   pairs = problem.text_pairs(str(tmp_path), "dev")
   assert len(pairs) == len(gold)
-  vocab = problem.vocabulary(str(tmp_path))
+  # The targets' closed vocabulary: one id per tree symbol seen in training,
+  # UNK for the (rare) others.
+  symbols = problem.vocabulary(str(tmp_path), "targets")
+  known = {p.decode("utf-8").lstrip("\u2581") for p in symbols.id_to_piece(
+      list(range(3, symbols.size))).numpy()}
+  complete = 0
   for (words, target), tree in zip(pairs, gold):
-    assert vocab.decode_ids(vocab.encode_text(target)) == target
+    ids = symbols.encode_text(target, add_eos=False)
+    assert [i == UNK_ID for i in ids] == [t not in known
+                                          for t in target.split()]
+    if UNK_ID not in ids:
+      assert symbols.decode_ids(ids) == target
+      complete += 1
     assert problem.postprocess(target, inputs=words) == str(
         trees.replace_tags(tree))
+  assert complete > 0.9 * len(pairs)
   reverse = get_problem("parsing_wsj_rev")
   assert reverse.postprocess(pairs[0][0]) == pairs[0][0]

@@ -211,3 +211,26 @@ def test_problem_decode_defaults_under_user_overrides(caplog):
   assert "not_a_problem is not registered" in caplog.text
   with pytest.raises(ValueError, match="beam_sise"):
     DecodeHParams.for_problem("parsing_wsj", "beam_sise=4")
+
+
+def test_vocabulary_files_per_side_and_the_reversed_swap(tmp_path):
+  data_dir = str(tmp_path)
+  words = str(tmp_path / "vocab.parsing_wsj.model")
+  symbols = str(tmp_path / "vocab.parsing_wsj.targets.model")
+  parsing = problem_lib.get_problem("parsing_wsj")
+  backward = problem_lib.get_problem("parsing_wsj_rev")
+  assert not parsing.shares_vocabulary and not backward.shares_vocabulary
+  assert (parsing.vocab_file(data_dir),
+          parsing.vocab_file(data_dir, "targets")) == (words, symbols)
+  assert (backward.vocab_file(data_dir),
+          backward.vocab_file(data_dir, "targets")) == (symbols, words)
+  shared = problem_lib.get_problem("translate_ende_wmt_rev")
+  assert shared.shares_vocabulary
+  assert shared.vocab_file(data_dir, "targets") == shared.vocab_file(
+      data_dir) == str(tmp_path / "vocab.translate_ende_wmt.model")
+  for method in (parsing.vocab_file, parsing.vocabulary):
+    with pytest.raises(ValueError, match="side='source': expected one of "
+                       "inputs, targets"):
+      method(data_dir, "source")
+  with pytest.raises(DataError, match=f"expected {symbols}"):
+    parsing.vocabulary(data_dir, "targets")

@@ -106,3 +106,44 @@ def test_unigram_and_byte_fallback(sentences, tmp_path):
   ids = vocab.encode_text(text)
   assert vocab_lib.UNK_ID not in ids
   assert vocab.decode_ids(ids) == text
+
+
+def test_word_model_is_a_closed_vocabulary_of_whole_tokens(tmp_path):
+  trees = ["(S (NP XX XX )NP (VP XX (NP XX )NP )VP XX )S",
+           "(S (SBAR-ADV-PRD XX )SBAR-ADV-PRD (NP XX )NP XX )S"] * 3
+  path = str(tmp_path / "w.model")
+  # A vocab_size below the number of tokens is no limit for a word model.
+  size = vocab_lib.train_sentencepiece(lambda: iter(trees), path, 5,
+                                       model_type="word")
+  vocab = vocab_lib.Vocabulary.from_file(path)
+  tokens = set(" ".join(trees).split())
+  assert size == vocab.size == 3 + len(tokens)
+  assert {p.decode("utf-8") for p in vocab.id_to_piece(
+      list(range(3, size))).numpy()} == {"▁" + t for t in tokens}
+  for line in trees[:2]:
+    ids = vocab.encode_text(line)
+    assert len(ids) == len(line.split()) + 1  # one id a token, and EOS
+    assert vocab.decode_ids(ids) == line
+  unseen = vocab.encode_text("(S (FRAG XX )FRAG )S", add_eos=False)
+  assert unseen[1] == unseen[3] == vocab_lib.UNK_ID
+  assert vocab_lib.UNK_ID not in unseen[:1] + unseen[2:3] + unseen[4:]
+
+
+def test_two_vocabularies_stay_apart_in_a_loaded_saved_model(vocab, tmp_path):
+  """tensorflow-text resources made under one name become one resource when
+  a SavedModel is loaded: each Vocabulary's tokenizer needs its own name."""
+  path = str(tmp_path / "w.model")
+  vocab_lib.train_sentencepiece(lambda: iter(["(S (NP XX )NP )S"] * 3), path,
+                                5, model_type="word")
+  words = vocab_lib.Vocabulary.from_file(path)
+  module = tf.Module()
+  module.vocabs = [vocab, words]
+  module.decode = tf.function(
+      lambda ids: [vocab.decode(ids), words.decode(ids)],
+      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  ids = tf.constant([[3, 4, 5, 1]])
+  expected = [t.numpy().tolist() for t in module.decode(ids)]
+  assert expected[0] != expected[1]
+  tf.saved_model.save(module, str(tmp_path / "saved"))
+  loaded = tf.saved_model.load(str(tmp_path / "saved"))
+  assert [t.numpy().tolist() for t in loaded.decode(ids)] == expected

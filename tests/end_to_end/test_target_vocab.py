@@ -1,0 +1,172 @@
+"""A problem with its own target vocabulary through every command:
+parsing_wsj (BPE pieces for the words, one id per tree symbol) on a few files
+of the WSJ sample goes through t2t-datagen, t2t-trainer, t2t-avg-checkpoints,
+t2t-exporter and t2t-decoder; the SavedModel, run in a fresh process, turns
+raw words into the decoder's tree symbols; attention plots label each side
+with its own vocabulary."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from corpora import shared_corpus
+from t2tlite import run_dir
+from t2tlite.data.vocab import UNK_ID, Vocabulary
+from t2tlite.decode import attention_plots
+from t2tlite.export import exporter
+from train_helpers import (SUPPORT_DIR, TINY_HPARAMS, console_script,
+                           processes, run, start)
+
+TRAIN_FILES = 8  # wsj_0001-0008 train, wsj_0009 dev (the sample's split)
+HPARAMS = TINY_HPARAMS + ",batch_size=1024,max_length=256"
+DECODE = "beam_size=2,alpha=0.6,extra_length=12"
+# One dev sentence: the decoder and the export then compute the same batch
+# (the decoder orders a batch's rows by length, which moves ties between
+# the near-equal scores of a model trained for 10 steps).
+LINES = 1
+
+
+def _command(name, *args, timeout=300):
+  code, output = run([console_script(name), *args], timeout=timeout)
+  assert code == 0, f"{name}:\n{output[-3000:]}"
+  return output
+
+
+@pytest.fixture(scope="module")
+def parsing_run(tmp_path_factory):
+  """(data_dir, output_dir, export version folder)."""
+  sample = shared_corpus("wsj_sample")
+  root = tmp_path_factory.mktemp("parsing")
+  raw = root / "raw"
+  raw.mkdir()
+  for path in sorted(sample.glob("wsj_*.mrg"))[:TRAIN_FILES + 1]:
+    shutil.copy(path, raw)
+  data_dir, output_dir = root / "data", root / "train"
+  summary = _command("t2t-datagen", "--problem=parsing_wsj",
+                     f"--data_dir={data_dir}", f"--raw_data_dir={raw}",
+                     "--vocab_size=400")
+  assert "input vocabulary (trained):" in summary, summary
+  assert "target vocabulary (trained):" in summary, summary
+  # A checkpoint every step (the last 3 kept) gives averaging 2 to read.
+  _command("t2t-trainer", "--problem=parsing_wsj", f"--data_dir={data_dir}",
+           f"--output_dir={output_dir}", "--hparams_set=transformer_tiny",
+           f"--hparams={HPARAMS}", "--train_steps=10",
+           "--save_checkpoints_secs=0", "--keep_checkpoint_max=3",
+           "--eval_steps=1", "--local_eval_frequency=0", "--random_seed=1")
+  export_dir = root / "export"
+  commands = {"t2t-avg-checkpoints": ["--n=2"],
+              "t2t-exporter": [f"--export_dir={export_dir}",
+                               f"--decode_hparams={DECODE}"]}
+  with processes() as started:  # both mostly wait on TensorFlow's start-up
+    for name, args in commands.items():
+      started.append(start([console_script(name), f"--output_dir={output_dir}",
+                            *args], str(root / f"{name}.log")))
+    for name, proc in zip(commands, started):
+      proc.wait(timeout=300)
+      log = (root / f"{name}.log").read_text()
+      assert proc.returncode == 0, f"{name}:\n{log[-3000:]}"
+  averaged = [name for name, _ in tf.train.list_variables(
+      str(output_dir / "averaged"))]
+  assert any("input_embedding" in name for name in averaged), averaged
+  return data_dir, output_dir, str(export_dir / "1")
+
+
+def _symbols(vocab):
+  """The target vocabulary's tokens (pieces without the word marker)."""
+  pieces = vocab.id_to_piece(list(range(3, vocab.size))).numpy()
+  return {p.decode("utf-8").lstrip("\u2581") for p in pieces}
+
+
+@pytest.mark.timeout(600)
+def test_run_folder_holds_both_vocabularies(parsing_run):
+  data_dir, output_dir, _ = parsing_run
+  info = run_dir.read_run_info(str(output_dir))
+  assert not info.shares_vocabulary
+  assert info.target_vocab_file == str(output_dir / "vocab.targets.model")
+  with open(info.target_vocab_file, "rb") as copy, open(
+      data_dir / "vocab.parsing_wsj.targets.model", "rb") as source:
+    assert copy.read() == source.read()
+  targets = Vocabulary.from_file(info.target_vocab_file)
+  words = Vocabulary.from_file(info.vocab_file)
+  assert (info.target_vocab_size, info.vocab_size) == (targets.size,
+                                                       words.size)
+  # One id per tree symbol: an opening or closing bracket, or XX.
+  symbols = _symbols(targets)
+  assert "XX" in symbols and {"(S", ")S", "(NP", ")NP"} <= symbols
+  assert all(s == "XX" or s[0] in "()" for s in symbols), symbols
+  line = "(S (NP XX XX )NP (VP XX )VP XX )S"
+  assert len(targets.encode_text(line, add_eos=False)) == len(line.split())
+
+
+@pytest.mark.timeout(600)
+def test_decoder_and_fresh_export_give_tree_symbols(parsing_run, tmp_path):
+  data_dir, output_dir, export = parsing_run
+  info = run_dir.read_run_info(str(output_dir))
+  words = Vocabulary.from_file(info.vocab_file)
+  targets = Vocabulary.from_file(info.target_vocab_file)
+  with open(data_dir / "parsing_wsj-dev.inputs.txt", encoding="utf-8") as f:
+    lines = [next(f).rstrip("\n") for _ in range(LINES)]
+  source = tmp_path / "dev.txt"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  decoded = tmp_path / "decoded.txt"
+  request, result_path = tmp_path / "request.json", tmp_path / "result.json"
+  encoded = [words.encode_text(line) for line in lines]
+  width = max(map(len, encoded))
+  request.write_text(json.dumps({
+      "lines": lines, "ids": [ids + [0] * (width - len(ids))
+                              for ids in encoded]}))
+  client = subprocess.Popen(
+      [sys.executable, os.path.join(SUPPORT_DIR, "fresh_export_client.py"),
+       export, str(request), str(result_path)], stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True)
+  try:
+    _command("t2t-decoder", f"--output_dir={output_dir}",
+             f"--decode_hparams={DECODE}",
+             f"--decode_from_file={source}", f"--decode_to_file={decoded}")
+    _, stderr = client.communicate(timeout=300)
+  finally:
+    if client.poll() is None:
+      client.kill()
+      client.wait()
+  assert client.returncode == 0, stderr[-3000:]
+  result = json.loads(result_path.read_text())
+  assert result["t2tlite_imported"] is False
+
+  outputs = result["text"]["outputs"]
+  assert outputs == decoded.read_text(encoding="utf-8").splitlines()
+  tokens = " ".join(outputs).split()
+  assert tokens, "the model produced only empty outputs"
+  assert set(tokens) <= _symbols(targets) | {"\u2047"}  # UNK's surface
+  ids = [[i for i in row if i] for row in result["ids"]["outputs"]]
+  assert max(max(row) for row in ids) < targets.size
+  assert [targets.decode_ids(row) for row in ids] == outputs
+  # Input ids beyond the input vocabulary are UNK, not errors.
+  assert len(result["bad_ids"]["outputs"]) == 3
+  with open(os.path.join(export, exporter.METADATA_FILE)) as f:
+    metadata = json.load(f)
+  assert (metadata["vocab_size"], metadata["target_vocab_size"]) == (
+      words.size, targets.size)
+
+
+@pytest.mark.timeout(600)
+def test_attention_labels_come_from_each_vocabulary(parsing_run):
+  _, output_dir, _ = parsing_run
+  model, info, _ = run_dir.load_trained_model(str(output_dir))
+  words = Vocabulary.from_file(info.vocab_file)
+  targets = Vocabulary.from_file(info.target_vocab_file)
+  maps = attention_plots.attention_maps(
+      model, words, "Pierre Vinken sleeps .", "(S (NP XX XX )NP XX XX )S",
+      target_vocab=targets)
+  pieces = maps["pieces"]
+  assert pieces["target"] == ["\u2581(S", "\u2581(NP", "\u2581XX",
+                              "\u2581XX", "\u2581)NP", "\u2581XX",
+                              "\u2581XX", "\u2581)S", "</s>"]
+  assert pieces["source"] == [
+      p.decode("utf-8") for p in words.id_to_piece(
+          words.encode_text("Pierre Vinken sleeps .")).numpy()]
+  assert UNK_ID not in targets.encode_text("(S (NP XX XX )NP XX XX )S")
+  assert maps["weights"]["encdec"][0].shape[1:] == (9, len(pieces["source"]))
