@@ -106,7 +106,14 @@ def _load():
   logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = Vocabulary.from_file(info.target_vocab_file)
-  return (decoding.Decoder(model, vocab, hp, target_vocab), info.problem,
+  constraint = decoding.problem_constraint(info.problem, vocab, target_vocab,
+                                           hp)
+  if constraint is not None:
+    logging.info("Outputs constrained by %s (decode hparam "
+                 "constrained=false turns it off).",
+                 type(constraint).__name__)
+  decoder = decoding.Decoder(model, vocab, hp, target_vocab, constraint)
+  return (decoder, info.problem,
           _LengthWarning(vocab, info.longest_train_example))
 
 

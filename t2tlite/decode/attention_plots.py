@@ -38,7 +38,7 @@ def _trim_at_eos(ids):
 
 
 def attention_maps(model, vocab, source, target=None, hp=None,
-                   target_vocab=None):
+                   target_vocab=None, constraint=None):
   """Every attention map of one sentence pair.
 
   Args:
@@ -48,6 +48,7 @@ def attention_maps(model, vocab, source, target=None, hp=None,
     target: the output sentence; None decodes one with `hp`.
     hp: DecodeHParams for that decoding (default: the paper's).
     target_vocab: its target Vocabulary (target pieces); None: vocab.
+    constraint: None, or the DecodeConstraint of that decoding.
   Returns:
     dict: "source", "target" (text); "pieces": {"source", "target",
     "decoder_input": list of str}; "weights": {"encoder", "decoder_self",
@@ -58,7 +59,8 @@ def attention_maps(model, vocab, source, target=None, hp=None,
   if target is None:
     hp = hp or decoding.DecodeHParams()
     out = decoding.decode_ids(model, inputs, hp.beam_size, hp.alpha,
-                              hp.extra_length)["outputs"][0].numpy()
+                              hp.extra_length, constraint=constraint)
+    out = out["outputs"][0].numpy()
     target_ids = _trim_at_eos(out)
     target = target_vocab.decode_ids(target_ids)
   else:

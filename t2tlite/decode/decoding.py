@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from t2tlite import hparams_lib
 from t2tlite import problem as problem_lib
+from t2tlite import registry
 from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
@@ -145,6 +146,20 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   return {"outputs": outputs, "scores": scores}
 
 
+def problem_constraint(problem_name, vocab, target_vocab, hp):
+  """The decoding constraint of problem `problem_name`
+  (`Problem.decode_constraint`), or None: when hp.constrained is false, the
+  problem has none, or it is not registered (a plugin not loaded:
+  `decode_defaults` warns of it)."""
+  if not hp.constrained:
+    return None
+  try:
+    problem = problem_lib.get_problem(problem_name)
+  except registry.RegistryError:
+    return None
+  return problem.decode_constraint(vocab, target_vocab)
+
+
 def encode_inputs(vocab, strings):
   """tf.string [batch] -> int32 [batch, src_len]: ids + EOS, 0-padded."""
   ids = vocab.encode(strings)
@@ -152,7 +167,8 @@ def encode_inputs(vocab, strings):
   return tf.concat([ids, eos], axis=1).to_tensor()
 
 
-def decode_strings(model, vocab, strings, hp, target_vocab=None):
+def decode_strings(model, vocab, strings, hp, target_vocab=None,
+                   constraint=None):
   """Text in, text out, all in graph (tensorflow-text tokenizer).
 
   Args:
@@ -160,12 +176,14 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None):
     strings: tf.string [batch]; empty (or blank) strings give empty outputs.
     hp: DecodeHParams (batch_size is not used here).
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
+    constraint: None, or a `constraints.DecodeConstraint` (`decode_ids`).
   Returns:
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
   """
   result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
-                      hp.alpha, hp.extra_length, hp.return_beams)
+                      hp.alpha, hp.extra_length, hp.return_beams,
+                      constraint=constraint)
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.return_beams:
@@ -192,14 +210,17 @@ class Decoder:
     vocab: its (input) `t2tlite.data.vocab.Vocabulary`.
     hp: DecodeHParams.
     target_vocab: its target Vocabulary; None: vocab (shared).
+    constraint: None, or the `constraints.DecodeConstraint` every output
+      obeys (see `problem_constraint`).
   """
 
-  def __init__(self, model, vocab, hp, target_vocab=None):
+  def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
+    self.constraint = constraint
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
-                                       self.target_vocab),
+                                       self.target_vocab, constraint),
         input_signature=[tf.TensorSpec([None], tf.string)])
 
   def decode_batch(self, strings):

@@ -18,8 +18,9 @@ closings are forced in time. The shortest tree takes words + 3 tokens; with
 less room the output is empty (see `constraints.constrain`).
 
 Words are counted on the input ids: a word starts at each piece that begins
-with sentencepiece's word boundary mark, so the count equals
-`len(text.split())` for the text the ids encode.
+with sentencepiece's word boundary mark (and at UNK in a vocabulary of whole
+words), so the count equals `len(text.split())` for the text the ids
+encode.
 """
 import tensorflow as tf
 
@@ -71,8 +72,16 @@ def classify_targets(pieces):
 
 
 def word_starts(input_pieces):
-  """bool per input id: its piece begins a word."""
-  return [i not in (PAD_ID, EOS_ID) and piece.startswith(WORD_BOUNDARY)
+  """bool per input id: its piece begins a word. UNK does where every
+  piece is a whole word (a "word" vocabulary: UNK is an unseen word), not
+  in subword vocabularies, where it stands for characters after a piece
+  that began the word."""
+  special = (PAD_ID, EOS_ID, UNK_ID)
+  whole_words = all(piece.startswith(WORD_BOUNDARY)
+                    for i, piece in enumerate(input_pieces)
+                    if i not in special)
+  return [(i == UNK_ID and whole_words) or
+          (i not in special and piece.startswith(WORD_BOUNDARY))
           for i, piece in enumerate(input_pieces)]
 
 

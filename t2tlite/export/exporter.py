@@ -25,7 +25,9 @@ import tensorflow as tf
 
 from t2tlite import files, run_dir
 from t2tlite import precision as precision_lib
+from t2tlite import problem as problem_lib
 from t2tlite.data.vocab import Vocabulary
+from t2tlite.decode import decoding
 from t2tlite.decode.decoding import DecodeHParams
 from t2tlite.export.serving_module import ServingModule
 
@@ -149,7 +151,14 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))
-  module = ServingModule(model, vocab, hp, target_vocab=target_vocab)
+  constraint = decoding.problem_constraint(info.problem, vocab,
+                                          target_vocab or vocab, hp)
+  # Constrained outputs are well-formed, so the problem's postprocess can
+  # run in the graph (parsing: bracketed trees with the input's words).
+  postprocess = (problem_lib.get_problem(info.problem).postprocess_graph
+                 if constraint is not None else None)
+  module = ServingModule(model, vocab, hp, target_vocab=target_vocab,
+                         constraint=constraint, postprocess=postprocess)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   tmp = os.path.join(export_dir, f"temp-{uuid.uuid4().hex}")
@@ -160,7 +169,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
                 "decode_hparams": vars(hp), "precision": precision,
                 "max_input_length": module.max_input_length,
                 "vocab_size": vocab.size,
-                "target_vocab_size": module.target_vocab.size}
+                "target_vocab_size": module.target_vocab.size,
+                "constrained": constraint is not None}
     tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
     files.atomic_write_text(os.path.join(tmp, METADATA_FILE),
                             json.dumps(metadata, indent=2, sort_keys=True))

@@ -91,7 +91,7 @@ class _TruncatingVocab:
 
 
 def translate_text(model, vocab, hp, max_input_length, inputs,
-                   target_vocab=None):
+                   target_vocab=None, constraint=None, postprocess=None):
   """Text in, text out (the serving_default signature).
 
   Args:
@@ -99,26 +99,40 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
     target_vocab: the Vocabulary of its outputs; None: vocab.
+    constraint: None, or a DecodeConstraint the outputs obey.
+    postprocess: None, or callable(outputs tf.string [n], inputs tf.string
+      [n]) -> tf.string [n] applied to the decoded text (every beam).
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
-  result = decoding.decode_strings(model, truncating, text, hp, target_vocab)
-  blank = tf.equal(tf.strings.strip(text), "")
+  result = decoding.decode_strings(model, truncating, text, hp, target_vocab,
+                                   constraint)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
-  return {"outputs": valid_utf8(result["outputs"]),
-          "scores": _zero_where(blank, result["scores"])}
+  outputs = valid_utf8(result["outputs"])
+  if postprocess is not None:
+    if hp.return_beams:
+      beams = tf.shape(outputs)[1]
+      flat = postprocess(tf.reshape(outputs, [-1]),
+                         tf.repeat(text, beams))
+      outputs = tf.reshape(flat, tf.shape(outputs))
+    else:
+      outputs = postprocess(outputs, text)
+  blank = tf.equal(tf.strings.strip(text), "")
+  return {"outputs": outputs, "scores": _zero_where(blank, result["scores"])}
 
 
-def translate_ids(model, vocab_size, hp, max_input_length, inputs):
+def translate_ids(model, vocab_size, hp, max_input_length, inputs,
+                  constraint=None):
   """Ids in, ids out (the translate_ids signature).
 
   Args:
     inputs: int32 [batch, len], 0-padded rows ending with EOS.
     (others as in `translate_text`; vocab_size: the input vocabulary's,
     ids at or above it are UNK)
+    constraint: None, or a DecodeConstraint the outputs obey.
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
@@ -126,7 +140,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs):
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
   result = decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
-                               hp.extra_length, hp.return_beams)
+                               hp.extra_length, hp.return_beams,
+                               constraint=constraint)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -152,10 +167,14 @@ class ServingModule(tf.Module):
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
     target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
+    constraint: None, or the DecodeConstraint both signatures' outputs obey
+      (`decoding.problem_constraint`).
+    postprocess: None, or the text signature's in-graph postprocess
+      (`Problem.postprocess_graph`; parsing: bracketed trees with the words).
   """
 
   def __init__(self, model, vocab, hp, max_input_length=None, name=None,
-               target_vocab=None):
+               target_vocab=None, constraint=None, postprocess=None):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
                           in run_dir.model_variables(model).items()}
@@ -168,10 +187,12 @@ class ServingModule(tf.Module):
     length = self.max_input_length
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
-                                      self.target_vocab),
+                                      self.target_vocab, constraint,
+                                      postprocess),
         input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)])
     self.translate_ids = tf.function(
-        lambda inputs: translate_ids(model, vocab.size, hp, length, inputs),
+        lambda inputs: translate_ids(model, vocab.size, hp, length, inputs,
+                                     constraint),
         input_signature=[tf.TensorSpec([None, None], tf.int32,
                                        name=INPUT_KEY)])
 

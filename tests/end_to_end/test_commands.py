@@ -268,6 +268,36 @@ def test_decoder_warns_once_on_inputs_longer_than_training(plugin_run,
 
 
 @pytest.mark.timeout(420)
+def test_a_plugin_problem_constrains_t2t_decoder(plugin_run, tmp_path):
+  # plugin_sort_digits supplies a constraint: sorted digits, one per input
+  # digit. The model trained 4 steps; its outputs obey only by the
+  # constraint, and constrained=false lets them go.
+  output_dir, _ = plugin_run
+  lines = ["3 1 2", "9 0 9 4 4 7 1", "5 5 2 8 0 6 3 3 1 9"]
+  source = tmp_path / "in.txt"
+  source.write_text("\n".join(lines) + "\n")
+
+  def decode(hparams):
+    run = command("t2t-decoder", f"--output_dir={output_dir}",
+                  f"--decode_from_file={source}",
+                  f"--decode_hparams={hparams}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    return [(line.split(), out.split())
+            for line, out in zip(lines, run.stdout.splitlines())]
+
+  def obeys(digits, output):
+    return len(output) == len(digits) and output == sorted(output) and all(
+        d.isdigit() and len(d) == 1 for d in output)
+
+  for hparams in ("beam_size=1", "beam_size=3"):
+    pairs = decode(hparams)
+    assert len(pairs) == len(lines)
+    assert all(obeys(digits, out) for digits, out in pairs), pairs
+  free = decode("beam_size=1,constrained=false")
+  assert not all(obeys(digits, out) for digits, out in free), free
+
+
+@pytest.mark.timeout(420)
 def test_other_commands_print_only_their_own_lines(plugin_run, tmp_path):
   output_dir, _ = plugin_run
   gold = tmp_path / "gold.mrg"

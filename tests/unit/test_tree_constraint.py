@@ -14,7 +14,8 @@ from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.decode.decoding import decode_ids
 from t2tlite.decode.tree_constraint import (CLOSE, END, OPEN, OTHER, TAG,
-                                            TreeConstraint, classify_targets)
+                                            TreeConstraint, classify_targets,
+                                            word_starts)
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 from t2tlite.problem import get_problem
@@ -73,6 +74,12 @@ def test_classification_of_tree_symbols():
   assert kinds[4:6] == [OPEN, CLOSE] and labels[4] == labels[5]
   assert closing[labels[4]] == 5
   assert kinds[-1] == OTHER  # (FRAG cannot be closed
+
+
+def test_words_are_counted_in_subword_and_word_vocabularies():
+  assert word_starts(INPUT_PIECES)[:4] == [False, False, False, True]
+  whole = ["<pad>", "</s>", "<unk>", B + "the", B + "cat"]
+  assert word_starts(whole) == [False, False, True, True, True]
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
