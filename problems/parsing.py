@@ -16,8 +16,9 @@ subclass keeps them). Vocabularies: the words are split into 16K sentencepiece
 BPE pieces, the paper's WSJ-only size (reduced with a warning on small
 corpora), trained on the words only; the targets have their own closed
 vocabulary with one id per tree symbol (`(NP`, `)NP`, `XX`, ...), read from
-the training trees (a sentencepiece word model, vocab.parsing_wsj.targets.model),
-so that no symbol is split into pieces.
+the training trees (a sentencepiece word model,
+vocab.parsing_wsj.targets.model), so that no symbol is split into pieces;
+symbols never seen in training are UNK.
 """
 import os
 import re

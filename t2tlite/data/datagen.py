@@ -43,10 +43,10 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   Returns:
     {"problem", "data_dir", "vocab": {"file", "type", "size", "requested",
     "reused"} (plus "targets": the same keys, for a separate target
-    vocabulary), "splits": {split: {"examples", "input_tokens",
-    "target_tokens", "skipped": {reason: n}, "skipped_where": {reason:
-    [where]}, "lengths", "shards", "reused_shards"}}}; also saved as
-    P.datagen.json.
+    vocabulary; "requested" is None for a "word" one), "splits": {split:
+    {"examples", "input_tokens", "target_tokens", "skipped": {reason: n},
+    "skipped_where": {reason: [where]}, "lengths", "shards",
+    "reused_shards"}}}; also saved as P.datagen.json.
   """
   data_dir = os.path.expanduser(data_dir)
   os.makedirs(data_dir, exist_ok=True)
@@ -71,7 +71,8 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
                   problem.stored_text_files(data_dir, split))
     summary["splits"][split] = records.write_split(
         problem.generate_samples(split, tmp_dir, raw_data_dir), vocab, paths,
-        target_vocab=target_vocab, max_length=problem.max_length if split == "train" else None,
+        target_vocab=target_vocab,
+        max_length=problem.max_length if split == "train" else None,
         text_paths=text_paths,
         progress=(lambda n, split=split: progress(split, n)) if progress
         else None)
@@ -90,7 +91,8 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
   path = problem.stored_vocab_file(data_dir, side)
   if side == "targets":
     vocab_type = problem.target_vocab_type
-    requested = problem.target_vocab_size or problem.vocab_size
+    requested = None if vocab_type == "word" else (
+        problem.target_vocab_size or problem.vocab_size)
   else:
     vocab_type = problem.vocab_type
     requested = vocab_size or problem.vocab_size
@@ -124,8 +126,8 @@ def _remove_records(data_dir, data_name):
 
 
 def _vocab_line(label, vocab):
-  requested = (f" (requested {vocab['requested']})"
-               if vocab["size"] != vocab["requested"] else "")
+  requested = (f" (requested {vocab['requested']})" if vocab["requested"]
+               and vocab["size"] != vocab["requested"] else "")
   return (f"  {label} ({'reused' if vocab['reused'] else 'trained'}): "
           f"{vocab['file']}, {vocab['type']}, {vocab['size']} pieces"
           f"{requested}")

@@ -44,8 +44,8 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
     texts_fn: a function returning a fresh iterator of str sentences (called
       again if training has to be retried with a smaller size).
     path: where the `.model` file goes.
-    vocab_size: requested number of pieces, special ids included (for
-      "word", a soft limit that every token seen still exceeds).
+    vocab_size: requested number of pieces, special ids included; None
+      for "word", which has as many as the corpus has tokens.
     model_type: "bpe", "unigram" or "word" (one id per whitespace-separated
       token seen; unseen tokens become UNK).
     input_sentence_size: at most this many sentences, sampled by sentencepiece,
@@ -60,7 +60,9 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
     raise ValueError(f"model_type={model_type!r}: expected one of "
                      f"{MODEL_TYPES}")
   options = _WORD_MODEL_OPTIONS if model_type == "word" else {}
-  size = vocab_size
+  # A word model's size is a soft limit (hard_vocab_limit=False) that every
+  # token seen exceeds: the special ids and one token.
+  size = 4 if vocab_size is None and model_type == "word" else vocab_size
   while True:
     model = io.BytesIO()
     try:

@@ -4,9 +4,8 @@ Signatures (TF Serving's signature_name; both take the input key "inputs"
 and return the keys "outputs" and "scores"):
 
     serving_default  inputs tf.string [batch], raw UTF-8 text
-                     -> outputs tf.string [batch] detokenized text (by the
-                       target vocabulary),
-                        scores float32 [batch]
+                     -> outputs tf.string [batch] text detokenized by the
+                        target vocabulary, scores float32 [batch]
     translate_ids    inputs int32 [batch, len], ids 0-padded, each row
                      ending with EOS (1)
                      -> outputs int32 [batch, out_len] ids ending with EOS,

@@ -24,9 +24,10 @@ from train_helpers import (SUPPORT_DIR, TINY_HPARAMS, console_script,
 TRAIN_FILES = 8  # wsj_0001-0008 train, wsj_0009 dev (the sample's split)
 HPARAMS = TINY_HPARAMS + ",batch_size=1024,max_length=256"
 DECODE = "beam_size=2,alpha=0.6,extra_length=12"
-# One dev sentence: the decoder and the export then compute the same batch
-# (the decoder orders a batch's rows by length, which moves ties between
-# the near-equal scores of a model trained for 10 steps).
+# One dev sentence, decoded in float32 by both the decoder (whose default
+# precision may be bfloat16 here) and the export: both then compute exactly
+# the same batch, and the near-equal scores of a model trained for 10 steps
+# cannot tie-break differently.
 LINES = 1
 
 
@@ -125,7 +126,7 @@ def test_decoder_and_fresh_export_give_tree_symbols(parsing_run, tmp_path):
       stderr=subprocess.PIPE, text=True)
   try:
     _command("t2t-decoder", f"--output_dir={output_dir}",
-             f"--decode_hparams={DECODE}",
+             f"--decode_hparams={DECODE}", "--mixed_precision=float32",
              f"--decode_from_file={source}", f"--decode_to_file={decoded}")
     _, stderr = client.communicate(timeout=300)
   finally:

@@ -259,7 +259,7 @@ def test_separate_target_vocabulary_encodes_each_side_with_its_own(tmp_path):
   assert summary["vocab"]["size"] == inputs_vocab.size == 24
   assert summary["vocab"]["targets"] == {
       "file": os.path.join(data_dir, "vocab.digit_names.targets.model"),
-      "type": "word", "requested": 24, "size": 13, "reused": False}
+      "type": "word", "requested": None, "size": 13, "reused": False}
   assert "target vocabulary (trained):" in datagen.format_summary(summary)
   # Each vocabulary was trained on its own side only.
   assert sorted(p.decode() for p in targets_vocab.id_to_piece(

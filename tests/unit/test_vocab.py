@@ -112,8 +112,7 @@ def test_word_model_is_a_closed_vocabulary_of_whole_tokens(tmp_path):
   trees = ["(S (NP XX XX )NP (VP XX (NP XX )NP )VP XX )S",
            "(S (SBAR-ADV-PRD XX )SBAR-ADV-PRD (NP XX )NP XX )S"] * 3
   path = str(tmp_path / "w.model")
-  # A vocab_size below the number of tokens is no limit for a word model.
-  size = vocab_lib.train_sentencepiece(lambda: iter(trees), path, 5,
+  size = vocab_lib.train_sentencepiece(lambda: iter(trees), path, None,
                                        model_type="word")
   vocab = vocab_lib.Vocabulary.from_file(path)
   tokens = set(" ".join(trees).split())
@@ -134,7 +133,7 @@ def test_two_vocabularies_stay_apart_in_a_loaded_saved_model(vocab, tmp_path):
   a SavedModel is loaded: each Vocabulary's tokenizer needs its own name."""
   path = str(tmp_path / "w.model")
   vocab_lib.train_sentencepiece(lambda: iter(["(S (NP XX )NP )S"] * 3), path,
-                                5, model_type="word")
+                                None, model_type="word")
   words = vocab_lib.Vocabulary.from_file(path)
   module = tf.Module()
   module.vocabs = [vocab, words]
