@@ -10,15 +10,21 @@ recursively; the LDC treebank is licensed and never downloaded). Split:
   sample: wsj_0001-0159 train, wsj_0160-0179 dev).
 
 Samples follow Vinyals et al. 2015 (see `t2tlite.data.trees`): source = words,
-target = the normalised tree, depth first, with POS tags replaced by XX as
-Vinyals et al. did (EVALB does not score POS tags; `pos_tags = True` in a
-subclass keeps them). Vocabularies: the words are split into 16K sentencepiece
+target = the normalised tree, depth first, with labelled closing brackets.
+The POS tags are kept (`pos_tags = False` in a subclass writes XX for each,
+as Vinyals et al. did): EVALB does not score them, but on the WSJ sample a
+model that predicts them places its brackets better (BUILD_NOTES.md, "WSJ
+sample parsing"). Vocabularies: the words are split into 16K sentencepiece
 BPE pieces, the paper's WSJ-only size (reduced with a warning on small
 corpora), trained on the words only; the targets have their own closed
-vocabulary with one id per tree symbol (`(NP`, `)NP`, `XX`, ...), read from
+vocabulary with one id per tree symbol (`(NP`, `)NP`, `NN`, ...), read from
 the training trees (a sentencepiece word model,
 vocab.parsing_wsj.targets.model), so that no symbol is split into pieces;
 symbols never seen in training are UNK.
+
+Decoding is constrained (`decode_constraint`): every output is a
+well-formed tree with one tag per input word (`TreeConstraint`); the decode
+hparam constrained=false turns it off, and `postprocess` then repairs.
 """
 import os
 import re
@@ -70,7 +76,7 @@ class ParsingWsj(Text2TextProblem):
   vocab_size = 16000
   target_vocab_type = "word"
   num_shards = {"train": 8, "dev": 1, "test": 1}
-  pos_tags = False
+  pos_tags = True
   # Section 6.3: maximum output length input length + 300, beam 21,
   # alpha 0.3 (a linearized tree is about 3.5 times as long as its sentence).
   decode_defaults = "beam_size=21,alpha=0.3,extra_length=300"

@@ -6,7 +6,10 @@ of one id per tree symbol: opening brackets `(NP`, labelled closings `)NP`,
 and tags (`XX`, or POS tags), one per word. The constraint allows
 
   * an opening bracket first, and inside the root (never a second root),
-    only while words are left for it, and never past `max_depth`;
+    only while words are left for it, never past `max_depth` and never
+    more than `max_opens_in_a_row` in a row (the WSJ sample's trees reach
+    depth 28 and open at most 6 in a row: a model that only ever opens
+    would otherwise nest to the limit);
   * a tag inside the root while the input has words without one;
   * the closing bracket of the innermost open constituent once it holds
     something (no empty constituents), the root's only after the last word;
@@ -92,16 +95,21 @@ class TreeConstraint(DecodeConstraint):
     target_pieces: the piece of every target id.
     input_pieces: the piece of every input id.
     max_depth: most constituents open at once.
+    max_opens_in_a_row: most opening brackets without a word or closing
+      between them.
 
   State (rows first): "words_left" int32 [rows], tags still to write;
   "depth" int32 [rows], open constituents; "labels" int32 [rows, max_depth],
   their label indices, innermost at depth - 1; "filled" bool [rows], the
   innermost open constituent holds something; "started" bool [rows], the
-  root was opened; "limit" int32 [rows], the length limit.
+  root was opened; "opens_in_a_row" int32 [rows]; "limit" int32 [rows],
+  the length limit.
   """
 
-  def __init__(self, target_pieces, input_pieces, max_depth=64):
+  def __init__(self, target_pieces, input_pieces, max_depth=64,
+               max_opens_in_a_row=10):
     kinds, labels, closing = classify_targets(target_pieces)
+    self.max_opens_in_a_row = max_opens_in_a_row
     self.kinds = tf.constant(kinds, tf.int32)
     self.labels = tf.constant(labels, tf.int32)
     self.closing = tf.constant(closing + [-1], tf.int32)  # never empty
@@ -109,12 +117,12 @@ class TreeConstraint(DecodeConstraint):
     self.max_depth = max_depth
 
   @classmethod
-  def from_vocabularies(cls, input_vocab, target_vocab, max_depth=64):
+  def from_vocabularies(cls, input_vocab, target_vocab, **kwargs):
     """From two `t2tlite.data.vocab.Vocabulary` objects."""
     def pieces(vocab):
       return [p.decode("utf-8") for p in
               vocab.id_to_piece(list(range(vocab.size))).numpy()]
-    return cls(pieces(target_vocab), pieces(input_vocab), max_depth)
+    return cls(pieces(target_vocab), pieces(input_vocab), **kwargs)
 
   def count_words(self, inputs):
     """int32 [batch, src_len] ids -> int32 [batch] words."""
@@ -129,6 +137,7 @@ class TreeConstraint(DecodeConstraint):
             "labels": tf.zeros([batch, self.max_depth], tf.int32),
             "filled": tf.zeros([batch], tf.bool),
             "started": tf.zeros([batch], tf.bool),
+            "opens_in_a_row": tf.zeros([batch], tf.int32),
             "limit": max_lengths}
 
   def advance(self, state, tokens):
@@ -146,7 +155,10 @@ class TreeConstraint(DecodeConstraint):
         depth=depth + tf.cast(opens, tf.int32) - tf.cast(closes, tf.int32),
         labels=pushed,
         filled=tf.where(opens, False, state["filled"] | tags | closes),
-        started=state["started"] | opens)
+        started=state["started"] | opens,
+        opens_in_a_row=tf.where(
+            kind == OTHER, state["opens_in_a_row"],
+            tf.where(opens, state["opens_in_a_row"] + 1, 0)))
 
   def allowed(self, state, step, vocab_size):
     words_left, depth = state["words_left"], state["depth"]
@@ -156,7 +168,8 @@ class TreeConstraint(DecodeConstraint):
     inside = depth > 0
     tag_ok = inside & (words_left > 0) & (room >= words_left - 1 + depth + 1)
     open_ok = ((inside | ~state["started"]) & (words_left > 0) &
-               (depth < self.max_depth) & (room >= words_left + depth + 2))
+               (depth < self.max_depth) & (room >= words_left + depth + 2) &
+               (state["opens_in_a_row"] < self.max_opens_in_a_row))
     close_ok = inside & state["filled"] & ((depth > 1) | (words_left == 0))
     end_ok = state["started"] & ~inside & (words_left == 0)
     innermost = tf.gather(state["labels"], tf.maximum(depth - 1, 0),

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from corpora import shared_corpus
 from t2tlite import run_dir
+from t2tlite.data import trees
 from t2tlite.data.vocab import UNK_ID, Vocabulary
 from t2tlite.decode import attention_plots
 from t2tlite.export import exporter
@@ -22,7 +23,10 @@ from train_helpers import (SUPPORT_DIR, TINY_HPARAMS, console_script,
                            processes, run, start)
 
 TRAIN_FILES = 8  # wsj_0001-0008 train, wsj_0009 dev (the sample's split)
-HPARAMS = TINY_HPARAMS + ",batch_size=1024,max_length=256"
+MAX_LENGTH = 256
+HPARAMS = TINY_HPARAMS + f",batch_size=1024,max_length={MAX_LENGTH}"
+# What fresh_export_client.py sends as its long text.
+LONG_TEXT = "A dog runs . " * 5000
 DECODE = "beam_size=2,alpha=0.6,extra_length=12"
 # One dev sentence, decoded in float32 by both the decoder (whose default
 # precision may be bfloat16 here) and the export: both then compute exactly
@@ -95,24 +99,36 @@ def test_run_folder_holds_both_vocabularies(parsing_run):
   words = Vocabulary.from_file(info.vocab_file)
   assert (info.target_vocab_size, info.vocab_size) == (targets.size,
                                                        words.size)
-  # One id per tree symbol: an opening or closing bracket, or XX.
   symbols = _symbols(targets)
-  assert "XX" in symbols and {"(S", ")S", "(NP", ")NP"} <= symbols
-  assert all(s == "XX" or s[0] in "()" for s in symbols), symbols
-  line = "(S (NP XX XX )NP (VP XX )VP XX )S"
+  # One id per tree symbol: an opening or closing bracket, or a POS tag.
+  assert {"(S", ")S", "(NP", ")NP", "NNP", "DT", "."} <= symbols
+  assert not symbols & {"the", "The", "Vinken"}, symbols
+  line = "(S (NP DT NN )NP (VP VBZ )VP . )S"
   assert len(targets.encode_text(line, add_eos=False)) == len(line.split())
 
 
+def _tree_words(text):
+  """The words of a bracketed tree (TreeError if it is not one tree)."""
+  (tree,) = list(trees.parse_trees(text))
+  return tree.words()
+
+
 @pytest.mark.timeout(600)
-def test_decoder_and_fresh_export_give_tree_symbols(parsing_run, tmp_path):
+def test_decoder_and_fresh_export_give_trees_over_the_words(parsing_run,
+                                                            tmp_path):
+  # The model trained 10 steps: its trees are well-formed only because
+  # decoding is constrained, in t2t-decoder and in the SavedModel alike.
   data_dir, output_dir, export = parsing_run
   info = run_dir.read_run_info(str(output_dir))
   words = Vocabulary.from_file(info.vocab_file)
   targets = Vocabulary.from_file(info.target_vocab_file)
   with open(data_dir / "parsing_wsj-dev.inputs.txt", encoding="utf-8") as f:
     lines = [next(f).rstrip("\n") for _ in range(LINES)]
+  # Words with brackets, and more words than the model's max_length.
+  lines += ["The f(x) rule ( roughly ) holds .",
+            " ".join(["word"] * (MAX_LENGTH + 20))]
   source = tmp_path / "dev.txt"
-  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  source.write_text("\n".join(lines[:LINES]) + "\n", encoding="utf-8")
   decoded = tmp_path / "decoded.txt"
   request, result_path = tmp_path / "request.json", tmp_path / "result.json"
   encoded = [words.encode_text(line) for line in lines]
@@ -127,7 +143,8 @@ def test_decoder_and_fresh_export_give_tree_symbols(parsing_run, tmp_path):
   try:
     _command("t2t-decoder", f"--output_dir={output_dir}",
              f"--decode_hparams={DECODE}", "--mixed_precision=float32",
-             f"--decode_from_file={source}", f"--decode_to_file={decoded}")
+             f"--decode_from_file={source}", f"--decode_to_file={decoded}",
+             "--postprocess")
     _, stderr = client.communicate(timeout=300)
   finally:
     if client.poll() is None:
@@ -138,19 +155,32 @@ def test_decoder_and_fresh_export_give_tree_symbols(parsing_run, tmp_path):
   assert result["t2tlite_imported"] is False
 
   outputs = result["text"]["outputs"]
-  assert outputs == decoded.read_text(encoding="utf-8").splitlines()
-  tokens = " ".join(outputs).split()
-  assert tokens, "the model produced only empty outputs"
-  assert set(tokens) <= _symbols(targets) | {"\u2047"}  # UNK's surface
-  ids = [[i for i in row if i] for row in result["ids"]["outputs"]]
-  assert max(max(row) for row in ids) < targets.size
-  assert [targets.decode_ids(row) for row in ids] == outputs
+  assert outputs[:LINES] == decoded.read_text(
+      encoding="utf-8").splitlines()
+  for line, tree in zip(lines, outputs):
+    assert _tree_words(tree) == [trees.escape_word(w) for w in line.split()]
+  assert "(XX f-LRB-x-RRB-)" in outputs[LINES]
+  (long_tree,) = result["long"]["outputs"][:1]
+  assert len(_tree_words(long_tree)) == len(LONG_TEXT.split())
+  assert result["empty_string"]["outputs"] == [""]
+
+  # The id signature: linearized trees of target ids, one XX per word the
+  # encoder saw (the long line is cut to max_length - 1 pieces).
+  rows = [[i for i in row if i] for row in result["ids"]["outputs"]]
+  assert max(max(row) for row in rows) < targets.size
+  for ids, row in zip(encoded, rows):
+    pieces = words.id_to_piece(ids[:-1][:MAX_LENGTH - 1]).numpy()
+    seen = sum(p.decode("utf-8").startswith("\u2581") for p in pieces)
+    linearized = targets.decode_ids(row)
+    tree = trees.delinearize(linearized, strict=True)
+    assert len(tree.words()) == seen, linearized
   # Input ids beyond the input vocabulary are UNK, not errors.
   assert len(result["bad_ids"]["outputs"]) == 3
   with open(os.path.join(export, exporter.METADATA_FILE)) as f:
     metadata = json.load(f)
   assert (metadata["vocab_size"], metadata["target_vocab_size"]) == (
       words.size, targets.size)
+  assert metadata["constrained"] is True
 
 
 @pytest.mark.timeout(600)
@@ -160,14 +190,14 @@ def test_attention_labels_come_from_each_vocabulary(parsing_run):
   words = Vocabulary.from_file(info.vocab_file)
   targets = Vocabulary.from_file(info.target_vocab_file)
   maps = attention_plots.attention_maps(
-      model, words, "Pierre Vinken sleeps .", "(S (NP XX XX )NP XX XX )S",
+      model, words, "Pierre Vinken sleeps .", "(S (NP NNP NNP )NP VBZ . )S",
       target_vocab=targets)
   pieces = maps["pieces"]
-  assert pieces["target"] == ["\u2581(S", "\u2581(NP", "\u2581XX",
-                              "\u2581XX", "\u2581)NP", "\u2581XX",
-                              "\u2581XX", "\u2581)S", "</s>"]
+  assert pieces["target"] == ["\u2581(S", "\u2581(NP", "\u2581NNP",
+                              "\u2581NNP", "\u2581)NP", "\u2581VBZ",
+                              "\u2581.", "\u2581)S", "</s>"]
   assert pieces["source"] == [
       p.decode("utf-8") for p in words.id_to_piece(
           words.encode_text("Pierre Vinken sleeps .")).numpy()]
-  assert UNK_ID not in targets.encode_text("(S (NP XX XX )NP XX XX )S")
+  assert UNK_ID not in targets.encode_text("(S (NP NNP NNP )NP VBZ . )S")
   assert maps["weights"]["encdec"][0].shape[1:] == (9, len(pieces["source"]))

@@ -304,3 +304,31 @@ def test_decode_hparams_parsing():
     DecodeHParams.parse("return_beams=yes")
   with pytest.raises(ValueError, match="beam_size must be >= 1"):
     DecodeHParams.parse("beam_size=0")
+
+
+def test_outputs_of_a_fixed_model_are_those_of_earlier_releases():
+  # Weights drawn from a fixed generator (post-norm, so that rows differ);
+  # the expected ids and scores were computed by the code before
+  # separate target vocabularies and decoding constraints existed, and a
+  # shared-vocabulary model without a constraint must still give them.
+  hp = HParams(num_layers=2, d_model=32, d_ff=64, num_heads=4, dropout=0.0,
+               max_length=64, norm_position="post")
+  model = build_model(hp, 50)
+  rng = np.random.default_rng(5)
+  for v in sorted(model.weights, key=lambda v: v.path):
+    std = (1.0 if "embedding" in v.path else
+           1.0 / np.sqrt(v.shape[0]) if len(v.shape) > 1 else 0.3)
+    v.assign((float("gamma" in v.path) +
+              rng.normal(0, std, v.shape)).astype("float32"))
+  inputs = tf.constant([[5, 9, 17, 33, 1, 0], [7, 7, 40, 21, 12, 1],
+                        [3, 1, 0, 0, 0, 0]])
+  expected = {
+      1: ([[38] * 11 + [0], [16] * 12, [7] * 8 + [0] * 4],
+          [-3.249, -7.303, -1.503]),
+      3: ([[24] * 11 + [0], [16] * 12, [7] * 8 + [0] * 4],
+          [-1.673, -3.910, -0.945])}
+  for beam_size, (ids, scores) in expected.items():
+    result = decode_ids(model, inputs, beam_size=beam_size, alpha=0.6,
+                        extra_length=6)
+    assert result["outputs"].numpy().tolist() == ids
+    np.testing.assert_allclose(result["scores"].numpy(), scores, atol=2e-3)

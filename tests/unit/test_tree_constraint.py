@@ -196,3 +196,32 @@ def test_bracketed_trees_in_graph_match_python():
     assert parsing.postprocess(text, sentence) == tree
     assert next(trees.parse_trees(tree)).words() == [
         trees.escape_word(w) for w in sentence.split()]
+
+
+def test_opening_brackets_in_a_row_are_bounded():
+  # Logits that always prefer opening a bracket: the constraint must still
+  # give trees, never opening more than the limit in a row.
+  kinds, _, _ = classify_targets(TARGET_PIECES)
+  opener = tf.constant([8.0 if k == OPEN else 0.0 for k in kinds])
+
+  def step(ids, position, cache):
+    return tf.tile(opener[tf.newaxis], [tf.shape(ids)[0], 1]), cache
+
+  inputs, words = random_inputs(np.random.default_rng(5), batch=4, max_len=10)
+  limits = tf.constant(words) + 60
+  for beam_size in (1, 3):
+    wrapped, cache = constraints.constrain(
+        step, {"rows": tf.zeros([4, 1])},
+        TreeConstraint(TARGET_PIECES, INPUT_PIECES, max_opens_in_a_row=3),
+        inputs, limits)
+    if beam_size == 1:
+      outputs, _ = greedy_search(wrapped, cache, int(tf.reduce_max(limits)),
+                                 max_lengths=limits)
+    else:
+      outputs, _ = beam_search(wrapped, cache, beam_size,
+                               int(tf.reduce_max(limits)), max_lengths=limits)
+    check_trees(outputs, words)
+    for row in outputs.numpy():
+      text = as_text(row)
+      runs = "".join("o" if t.startswith("(") else "." for t in text.split())
+      assert "oooo" not in runs and "ooo" in runs, text
