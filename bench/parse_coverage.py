@@ -1,27 +1,42 @@
-"""How much of each sentence a parsing model's output covers.
+"""How much of each sentence a parsing model's output covers, and whether
+its tags sit on the right words.
 
-    python bench/parse_coverage.py --predictions=dev.pred.txt --inputs=dev.inputs.txt
+    python bench/parse_coverage.py --predictions=dev.pred.txt \
+        --inputs=dev.inputs.txt [--gold=parsing_wsj-dev.targets.txt]
 
---predictions is t2t-decoder output for parsing_wsj, either raw linearized
-trees ("(S (NP XX XX )NP ... )S") or trees from --postprocess
-("(S (NP (XX The) (XX man)) ...)"); --inputs the sentences decoded, aligned.
-Prints one JSON line:
-  raw output:   per sentence the number of XX emitted against the number of
-                words (a well-trained model emits exactly one per word);
-  postprocess:  trees with no phrase under the root ("flat": the model's
-                output was empty or unusable), and the words directly
-                under the root at its end: where the repair attaches the
-                words the output did not cover (in gold trees usually just
-                the final punctuation mark).
+--predictions is t2t-decoder output for parsing_wsj, raw linearized trees
+("(S (NP NNP NNP )NP ... )S") or trees from --postprocess ("(S (NP (NNP
+Pierre) ...)"); --inputs the sentences decoded, aligned;
+--gold the linearized gold trees of the same sentences (t2t-datagen's
+dev targets file). Prints one JSON line:
+  tags emitted against the words of each sentence (a tree over the
+  sentence has exactly one per word);
+  with --gold and POS tags in both: the share of words whose predicted tag
+  is the gold one, over the sentences with one tag per word. A model that
+  loses count of the words it has covered puts each tag on a neighbour of
+  its word, which this shows even where the brackets look plausible.
 """
 import argparse
 import json
 import re
 
-PRETERMINAL = re.compile(r"\(XX [^()]+\)")
-# The run of preterminals directly under the root at the end of a tree.
-ROOT_TAIL = re.compile(r"((?: \(XX [^()]+\))+)\)\s*$")
-PHRASE = re.compile(r"\((?!XX )")
+from t2tlite.data import trees
+
+# A bare closing bracket: a bracketed tree, not a linearized one.
+BARE_CLOSING = re.compile(r"\)(\s|\)|$)")
+
+
+def tags(line):
+  """The POS tags (or XX) of a linearized or bracketed tree, in order."""
+  if BARE_CLOSING.search(line):
+    return [t.label for t in _preterminals(next(trees.parse_trees(line)))]
+  return [t for t in line.split() if not (len(t) > 1 and t[0] in "()")]
+
+
+def _preterminals(node):
+  if node.is_preterminal:
+    return [node]
+  return [p for child in node.children for p in _preterminals(child)]
 
 
 def main():
@@ -30,33 +45,35 @@ def main():
       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
   parser.add_argument("--predictions", required=True)
   parser.add_argument("--inputs", required=True)
+  parser.add_argument("--gold")
   args = parser.parse_args()
-  with open(args.predictions, encoding="utf-8") as f:
-    predictions = f.read().splitlines()
-  with open(args.inputs, encoding="utf-8") as f:
-    inputs = f.read().splitlines()
-  if len(predictions) != len(inputs):
-    parser.error(f"--predictions has {len(predictions)} lines but --inputs "
-                 f"has {len(inputs)}; they must be aligned.")
-  words = [len(line.split()) for line in inputs]
-  result = {"predictions": args.predictions, "sentences": len(inputs),
-            "words": sum(words)}
-  if any(PRETERMINAL.search(p) for p in predictions):
-    tails = [ROOT_TAIL.search(p) for p in predictions]
-    tail_words = sum(len(PRETERMINAL.findall(t.group(1))) for t in tails if t)
-    result.update({
-        "format": "postprocessed",
-        "flat_trees": sum(not PHRASE.search(p[1:]) for p in predictions),
-        "words_at_root_end": tail_words,
-        "fraction_at_root_end": round(tail_words / max(1, sum(words)), 3)})
-  else:
-    emitted = [p.split().count("XX") for p in predictions]
-    result.update({
-        "format": "raw", "xx_emitted": sum(emitted),
-        "sentences_with_one_xx_per_word": sum(
-            e == w for e, w in zip(emitted, words)),
-        "first_10_xx_per_words": [f"{e}/{w}" for e, w in
-                                  zip(emitted[:10], words[:10])]})
+  files = {"predictions": args.predictions, "inputs": args.inputs}
+  if args.gold:
+    files["gold"] = args.gold
+  lines = {}
+  for name, path in files.items():
+    with open(path, encoding="utf-8") as f:
+      lines[name] = f.read().splitlines()
+  counts = {name: len(v) for name, v in lines.items()}
+  if len(set(counts.values())) != 1:
+    parser.error(f"the files must be aligned, line for line: {counts}")
+  words = [len(line.split()) for line in lines["inputs"]]
+  emitted = [len(tags(p)) for p in lines["predictions"]]
+  result = {"predictions": args.predictions, "sentences": len(words),
+            "words": sum(words), "tags_emitted": sum(emitted),
+            "sentences_with_one_tag_per_word": sum(
+                e == w for e, w in zip(emitted, words)),
+            "first_10_tags_per_words": [f"{e}/{w}" for e, w in
+                                        zip(emitted[:10], words[:10])]}
+  if args.gold:
+    right = total = 0
+    for predicted, gold in zip(lines["predictions"], lines["gold"]):
+      predicted, gold = tags(predicted), tags(gold)
+      if len(predicted) == len(gold):
+        right += sum(p == g for p, g in zip(predicted, gold))
+        total += len(gold)
+    result["tag_accuracy"] = round(right / max(1, total), 4)
+    result["words_compared"] = total
   print(json.dumps(result))
 
 

@@ -13,7 +13,8 @@ flags.DEFINE_string("checkpoint_path", None, "A checkpoint prefix (such as "
                     "--output_dir.")
 flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "beam_size (1 = greedy), alpha, extra_length, batch_size, "
-                    "return_beams.")
+                    "return_beams, constrained (false: ignore the problem's "
+                    "decoding constraint).")
 
 FLAGS = flags.FLAGS
 

@@ -16,7 +16,9 @@ HPARAMS = ("d_model=128,d_ff=512,d_k=32,d_v=32,batch_size=2048,"
            "max_length=320,learning_rate_scale=0.5,warmup_steps=200,"
            "learning_rate_cooldown_steps=300")
 TRAIN_STEPS = 900
-FLOOR_F1 = 10.0  # measured: see BUILD_NOTES.md
+# Measured: 20.48 (P 20.73 / R 20.24), seed 1; the floor leaves 6 points for
+# run-to-run variation (BUILD_NOTES.md, "WSJ sample parsing").
+FLOOR_F1 = 14.0
 
 
 def command(name, *args, timeout=600):
