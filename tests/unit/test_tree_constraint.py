@@ -225,3 +225,20 @@ def test_opening_brackets_in_a_row_are_bounded():
       text = as_text(row)
       runs = "".join("o" if t.startswith("(") else "." for t in text.split())
       assert "oooo" not in runs and "ooo" in runs, text
+
+
+def test_constrained_search_compiles_with_xla():
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, dropout=0.0,
+               max_length=64)
+  model = build_model(hp, len(TARGET_PIECES))
+  inputs, words = random_inputs(np.random.default_rng(3), batch=5, max_len=9)
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
+
+  def search(x, static_shapes):
+    return decode_ids(model, x, beam_size=3, alpha=0.3, extra_length=10,
+                      static_shapes=static_shapes, constraint=constraint)
+
+  compiled = tf.function(lambda x: search(x, True), jit_compile=True)
+  outputs = compiled(inputs)["outputs"]
+  check_trees(outputs, words)
+  np.testing.assert_array_equal(outputs, search(inputs, False)["outputs"])
