@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real-data results of BUILD_NOTES.md, end to end through the commands.
 #
-#   bench/real_data.sh multi30k WORK_DIR     # EN->DE, 2,000 steps (about an hour here)
+#   bench/real_data.sh multi30k WORK_DIR     # Multi30k EN->DE (an hour of training)
+#   bench/real_data.sh multi30k_fr WORK_DIR  # Multi30k EN->FR (an hour of training)
 #   bench/real_data.sh wsj WORK_DIR          # parsing the WSJ sample (an hour of training)
 #
 # Reads ../shared/data (beside the repository); writes data, checkpoints,
@@ -10,8 +11,9 @@
 # use --mixed_precision=auto: bfloat16 where the machine computes it
 # natively, float32 elsewhere, so the same command is the fast one anywhere.
 set -euo pipefail
-task=${1:?usage: bench/real_data.sh multi30k|wsj WORK_DIR}
-work=${2:?usage: bench/real_data.sh multi30k|wsj WORK_DIR}
+shopt -s inherit_errexit  # a failing command inside $(...) stops the script too
+task=${1:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
+work=${2:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
 shared=$(cd "$(dirname "$0")/../../shared/data" && pwd)
 mkdir -p "$work"
 
@@ -19,28 +21,63 @@ mkdir -p "$work"
 # and the precision auto picked here.
 fingerprint() { python -m t2tlite.precision; }
 
-multi30k() {
-  local data=$work/m30k_data run=$work/m30k_small
-  t2t-datagen --problem=translate_ende_wmt --data_dir="$data" \
+# Multi30k EN->$1 (de or fr): datagen, an hour of transformer_multi30k, the
+# dev (val) BLEU behind the decoding choices, then test2016 once.
+translation() {
+  local lang=$1 problem data run
+  problem=$([ "$lang" = de ] && echo translate_ende_wmt || echo translate_enfr_wmt)
+  data=$work/m30k_${lang}_data run=$work/m30k_${lang}_run
+  t2t-datagen --problem="$problem" --data_dir="$data" \
       --raw_data_dir="$shared/multi30k/raw" --vocab_size=8000
-  t2t-trainer --problem=translate_ende_wmt --hparams_set=transformer_small \
-      --hparams="warmup_steps=800" --data_dir="$data" --output_dir="$run" \
-      --train_steps=2000 --mixed_precision=auto \
-      --schedule=train_and_evaluate --local_eval_frequency=500 \
-      --save_checkpoints_secs=240 --keep_checkpoint_max=10 --random_seed=1
-  t2t-avg-checkpoints --output_dir="$run" --n=5
-  zcat "$shared/multi30k/raw/test_2016_flickr.en.gz" > "$work/test2016.en"
-  zcat "$shared/multi30k/raw/test_2016_flickr.de.gz" > "$work/test2016.de"
-  t2t-decoder --output_dir="$run" --checkpoint_path="$run/averaged" \
-      --decode_hparams="beam_size=4,alpha=0.6,batch_size=64" \
-      --decode_from_file="$work/test2016.en" \
-      --decode_to_file="$work/test2016.out.de"
-  t2t-bleu --translation="$work/test2016.out.de" \
-      --reference="$work/test2016.de" \
-      --tokenized_reference="$shared/multi30k/tok/test_2016_flickr.lc.norm.tok.de" \
-      --language=de | tee "$work/test2016.bleu.txt"
-  fingerprint | tee -a "$work/test2016.bleu.txt"
+  /usr/bin/time -v t2t-trainer --problem="$problem" \
+      --hparams_set=transformer_multi30k --data_dir="$data" \
+      --output_dir="$run" --mixed_precision=auto \
+      --schedule=train_and_evaluate --local_eval_frequency=1000 \
+      --save_checkpoints_secs=240 --keep_checkpoint_max=20 --random_seed=1 \
+      2> "$work/m30k_${lang}_train.log"
+  for f in val test_2016_flickr; do
+    zcat "$shared/multi30k/raw/$f.en.gz" > "$work/$f.en"
+    zcat "$shared/multi30k/raw/$f.$lang.gz" > "$work/$f.$lang"
+  done
+  # Dev (val) chooses, by lowercased tokenized BLEU: the last checkpoint or
+  # the average of the last 5 or 10 at alpha 0.6 (the paper's), then alpha
+  # 0.6, 1.0 or 1.4 for that one. test2016 is decoded once, with the choice.
+  score() {  # score SPLIT CHECKPOINT ALPHA NAME; prints the tokenized BLEU
+    t2t-decoder --output_dir="$run" --checkpoint_path="$2" \
+        --decode_hparams="beam_size=4,alpha=$3,batch_size=64" \
+        --decode_from_file="$work/$1.en" \
+        --decode_to_file="$work/$1.$4.out.$lang" >&2
+    t2t-bleu --translation="$work/$1.$4.out.$lang" --reference="$work/$1.$lang" \
+        --tokenized_reference="$shared/multi30k/tok/$1.lc.norm.tok.$lang" \
+        --language="$lang" > "$work/$1.$4.bleu.$lang.txt"
+    echo "$1 $4 alpha $3" >&2; cat "$work/$1.$4.bleu.$lang.txt" >&2
+    sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' \
+        "$work/$1.$4.bleu.$lang.txt"
+  }
+  better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
+  local best_bleu best_ckpt=last best_alpha=0.6 bleu n alpha
+  best_bleu=$(score val "$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')" 0.6 last)
+  for n in 5 10; do
+    t2t-avg-checkpoints --output_dir="$run" --n=$n
+    mv "$run/averaged" "$run/averaged$n"
+    bleu=$(score val "$run/averaged$n" 0.6 "avg$n")
+    [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_ckpt=avg$n
+  done
+  local checkpoint=$run/${best_ckpt/avg/averaged}
+  [ "$best_ckpt" = last ] && checkpoint=$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')
+  for alpha in 1.0 1.4; do
+    bleu=$(score val "$checkpoint" $alpha "$best_ckpt.alpha$alpha")
+    [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_alpha=$alpha
+  done
+  echo "chosen on dev: $best_ckpt, alpha $best_alpha (dev $best_bleu)" \
+      | tee "$work/m30k_${lang}_choice.txt"
+  score test_2016_flickr "$checkpoint" "$best_alpha" final > /dev/null
+  cat "$work/test_2016_flickr.final.bleu.$lang.txt"
+  fingerprint | tee -a "$work/test_2016_flickr.final.bleu.$lang.txt"
 }
+
+multi30k() { translation de; }
+multi30k_fr() { translation fr; }
 
 wsj() {
   local data=$work/wsj_data run=$work/wsj_parsing_small

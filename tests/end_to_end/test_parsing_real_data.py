@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-import train_helpers
 from corpora import shared_corpus
+from train_helpers import command
 from t2tlite.data import trees
 
 # transformer_tiny widened to d_model 128, fp32 (explicit: the floor was
@@ -19,13 +19,6 @@ TRAIN_STEPS = 900
 # Measured: 20.48 (P 20.73 / R 20.24), seed 1; the floor leaves 6 points for
 # run-to-run variation (BUILD_NOTES.md, "WSJ sample parsing").
 FLOOR_F1 = 14.0
-
-
-def command(name, *args, timeout=600):
-  code, output = train_helpers.run(
-      [train_helpers.console_script(name), *args], timeout=timeout)
-  assert code == 0, f"{name} exited {code}:\n{output[-5000:]}"
-  return output
 
 
 def tree_words(text):

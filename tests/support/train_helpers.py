@@ -111,6 +111,14 @@ def run(args, timeout, env=None, cwd=None):
   return proc.returncode, output
 
 
+def command(name, *args, timeout=600):
+  """Runs an installed t2t-* command to the end; returns its output (stderr
+  merged in), failing the test with the output's tail on a non-zero exit."""
+  code, output = run([console_script(name), *args], timeout=timeout)
+  assert code == 0, f"{name} exited {code}:\n{output[-5000:]}"
+  return output
+
+
 def free_ports(count):
   """`count` TCP ports free on 127.0.0.1 right now."""
   sockets = [socket.socket() for _ in range(count)]

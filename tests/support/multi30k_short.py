@@ -1,0 +1,80 @@
+"""The short Multi30k recipe the real-data tests run through the installed
+commands: datagen, a few minutes of training, checkpoint averaging, beam
+search on the first test2016 sentences and both BLEU figures
+(BUILD_NOTES.md, "The short version in the test suite")."""
+import gzip
+import re
+
+from corpora import shared_corpus
+from train_helpers import command
+
+# transformer_tiny widened to d_model 128, fp32 (explicit: the floors were
+# measured in fp32 and auto may pick bf16), 700 steps with a 300-step
+# cool-down.
+VOCAB_SIZE = 4000
+HPARAMS = ("d_model=128,d_ff=512,d_k=32,d_v=32,batch_size=2048,"
+           "learning_rate_scale=0.35,max_length=64,warmup_steps=200,"
+           "learning_rate_cooldown_steps=300")
+TRAIN_STEPS = 700
+TEST_SENTENCES = 300  # the first lines of test2016
+PROBLEMS = {"de": "translate_ende_wmt", "fr": "translate_enfr_wmt"}
+
+
+def first_lines(lines_source, count, path):
+  """Writes the first `count` lines of a (gzipped) text file to `path`."""
+  opener = gzip.open if str(lines_source).endswith(".gz") else open
+  with opener(lines_source, "rt", encoding="utf-8") as f:
+    lines = [next(f) for _ in range(count)]
+  path.write_text("".join(lines), encoding="utf-8")
+  return path
+
+
+def assert_short_run_above(tmp_path, target_lang, floor_sacrebleu,
+                           floor_tokenized_lowercased):
+  """Runs EN->`target_lang` end to end in tmp_path and asserts its cased
+  detokenized sacreBLEU and its lowercased tokenized BLEU reach the floors."""
+  raw = shared_corpus("multi30k/raw")
+  tok = shared_corpus("multi30k/tok")
+  problem = PROBLEMS[target_lang]
+  data_dir, output_dir = tmp_path / "data", tmp_path / "train"
+  command("t2t-datagen", f"--problem={problem}", f"--data_dir={data_dir}",
+          f"--raw_data_dir={raw}", f"--vocab_size={VOCAB_SIZE}")
+  command("t2t-trainer", f"--problem={problem}",
+          "--hparams_set=transformer_tiny", f"--hparams={HPARAMS}",
+          f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+          f"--train_steps={TRAIN_STEPS}", "--schedule=train",
+          "--save_checkpoints_secs=20", "--keep_checkpoint_max=3",
+          "--random_seed=1", "--mixed_precision=float32", timeout=900)
+  kept = len(list(output_dir.glob("ckpt-*.index")))
+  command("t2t-avg-checkpoints", f"--output_dir={output_dir}",
+          f"--n={min(3, kept)}")
+
+  source = first_lines(raw / "test_2016_flickr.en.gz", TEST_SENTENCES,
+                       tmp_path / "test.en")
+  reference = first_lines(raw / f"test_2016_flickr.{target_lang}.gz",
+                          TEST_SENTENCES, tmp_path / f"test.{target_lang}")
+  tokenized = first_lines(
+      tok / f"test_2016_flickr.lc.norm.tok.{target_lang}", TEST_SENTENCES,
+      tmp_path / f"test.tok.{target_lang}")
+  translation = tmp_path / f"test.out.{target_lang}"
+  command("t2t-decoder", f"--output_dir={output_dir}",
+          f"--checkpoint_path={output_dir / 'averaged'}",
+          "--decode_hparams=beam_size=4,alpha=0.6,batch_size=64",
+          f"--decode_from_file={source}", f"--decode_to_file={translation}",
+          "--mixed_precision=float32")
+  outputs = translation.read_text(encoding="utf-8").splitlines()
+  assert len(outputs) == TEST_SENTENCES and all(outputs)
+
+  report = command("t2t-bleu", f"--translation={translation}",
+                   f"--reference={reference}",
+                   f"--tokenized_reference={tokenized}",
+                   f"--language={target_lang}")
+  print(report)
+  # The output also holds TensorFlow's log lines (stderr is merged in).
+  sacrebleu_score = float(re.search(r"^BLEU = ([\d.]+)", report,
+                                    re.M).group(1))
+  tokenized_score = float(re.search(
+      r"lowercased Moses-tokenized BLEU against .*: BLEU = ([\d.]+)",
+      report).group(1))
+  assert sacrebleu_score >= floor_sacrebleu, report
+  assert tokenized_score >= floor_tokenized_lowercased, report
