@@ -185,9 +185,10 @@ def transformer_parsing_small():
 
 @register_hparams
 def transformer_multi30k():
-  """Multi30k (29K caption pairs) on a 2-core CPU in an hour: transformer_small
-  with 800 warm-up steps and a 2,000-step linear cool-down to 0 at step 5,000
-  (the cool-down ends the hour at a low rate, where the checkpoints that
-  get averaged agree). BUILD_NOTES.md, "Results on real data", has the runs."""
+  """Multi30k (29K caption pairs) on a 2-core CPU in under an hour:
+  transformer_small with 800 warm-up steps and a 2,000-step linear cool-down
+  to 0 at step 5,000. After the cool-down the last checkpoint beat averages
+  of the last 5 and 10 on dev. BUILD_NOTES.md, "Results on real data", has
+  the runs."""
   return transformer_small().replace(
       warmup_steps=800, learning_rate_cooldown_steps=2000, train_steps=5000)
