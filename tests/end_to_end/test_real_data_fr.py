@@ -1,7 +1,9 @@
 """The real-data pipeline, short, for the second translation problem:
 translate_enfr_wmt on Multi30k's French files (offline, --raw_data_dir),
 the same commands and recipe as the EN->DE test, BLEU above a floor measured
-on this recipe (BUILD_NOTES.md, "The short version in the test suite")."""
+on this recipe (BUILD_NOTES.md, "The short version in the test suite").
+A file of its own, so pytest-xdist (whole files per worker) can run it
+beside the EN->DE test."""
 import pytest
 
 from multi30k_short import assert_short_run_above
