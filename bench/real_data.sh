@@ -59,6 +59,7 @@ translation() {
   best_bleu=$(score val "$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')" 0.6 last)
   for n in 5 10; do
     t2t-avg-checkpoints --output_dir="$run" --n=$n
+    rm -rf "$run/averaged$n"  # a rerun replaces it
     mv "$run/averaged" "$run/averaged$n"
     bleu=$(score val "$run/averaged$n" 0.6 "avg$n")
     [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_ckpt=avg$n
