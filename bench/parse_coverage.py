@@ -21,6 +21,7 @@ import json
 import re
 
 from t2tlite.data import trees
+from t2tlite.evaluate.parsing_f1 import gold_tags
 
 # A bare closing bracket: a bracketed tree, not a linearized one.
 BARE_CLOSING = re.compile(r"\)(\s|\)|$)")
@@ -29,14 +30,8 @@ BARE_CLOSING = re.compile(r"\)(\s|\)|$)")
 def tags(line):
   """The POS tags (or XX) of a linearized or bracketed tree, in order."""
   if BARE_CLOSING.search(line):
-    return [t.label for t in _preterminals(next(trees.parse_trees(line)))]
+    return gold_tags(next(trees.parse_trees(line)))
   return [t for t in line.split() if not (len(t) > 1 and t[0] in "()")]
-
-
-def _preterminals(node):
-  if node.is_preterminal:
-    return [node]
-  return [p for child in node.children for p in _preterminals(child)]
 
 
 def main():
