@@ -55,17 +55,17 @@ translation() {
         "$work/$1.$4.bleu.$lang.txt"
   }
   better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
-  local best_bleu best_ckpt=last best_alpha=0.6 bleu n alpha
-  best_bleu=$(score val "$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')" 0.6 last)
+  local checkpoint best_bleu best_ckpt=last best_alpha=0.6 bleu n alpha
+  checkpoint=$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')
+  best_bleu=$(score val "$checkpoint" 0.6 last)
   for n in 5 10; do
     t2t-avg-checkpoints --output_dir="$run" --n=$n
     rm -rf "$run/averaged$n"  # a rerun replaces it
     mv "$run/averaged" "$run/averaged$n"
     bleu=$(score val "$run/averaged$n" 0.6 "avg$n")
-    [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_ckpt=avg$n
+    [ "$(better "$bleu" "$best_bleu")" = 1 ] && \
+        best_bleu=$bleu best_ckpt=avg$n checkpoint=$run/averaged$n
   done
-  local checkpoint=$run/${best_ckpt/avg/averaged}
-  [ "$best_ckpt" = last ] && checkpoint=$(ls -v "$run"/ckpt-*.index | tail -1 | sed 's/.index$//')
   for alpha in 1.0 1.4; do
     bleu=$(score val "$checkpoint" $alpha "$best_ckpt.alpha$alpha")
     [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_alpha=$alpha
