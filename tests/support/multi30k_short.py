@@ -19,6 +19,15 @@ TRAIN_STEPS = 700
 TEST_SENTENCES = 300  # the first lines of test2016
 MAX_EMPTY_OUTPUTS = 30  # 10%
 PROBLEMS = {"de": "translate_ende_wmt", "fr": "translate_enfr_wmt"}
+# (cased detokenized sacreBLEU, lowercased tokenized BLEU) the run must reach,
+# each a few points under what this recipe measured (BUILD_NOTES.md, "The
+# short version in the test suite"):
+FLOORS = {
+    # 26.6 / 27.0; two seeds of a 1,500-step variant differed by 1.3.
+    "de": (20.0, 20.0),
+    # 38.25 / 39.60 and 36.94 / 38.26 in two runs.
+    "fr": (32.0, 32.0),
+}
 
 
 def first_lines(lines_source, count, path):
@@ -30,10 +39,10 @@ def first_lines(lines_source, count, path):
   return path
 
 
-def assert_short_run_above(tmp_path, target_lang, floor_sacrebleu,
-                           floor_tokenized_lowercased):
+def assert_short_run_above_floors(tmp_path, target_lang):
   """Runs EN->`target_lang` end to end in tmp_path and asserts its cased
-  detokenized sacreBLEU and its lowercased tokenized BLEU reach the floors."""
+  detokenized sacreBLEU and its lowercased tokenized BLEU reach FLOORS."""
+  floor_sacrebleu, floor_tokenized_lowercased = FLOORS[target_lang]
   raw = shared_corpus("multi30k/raw")
   tok = shared_corpus("multi30k/tok")
   problem = PROBLEMS[target_lang]
