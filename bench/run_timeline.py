@@ -84,8 +84,11 @@ def main():
   parser.add_argument("--wall_secs", type=float, default=None,
                       help="the run's wall-clock time (/usr/bin/time)")
   args = parser.parse_args()
-  with open(args.train_log, encoding="utf-8", errors="replace") as f:
-    result = timeline(f)
+  try:
+    with open(args.train_log, encoding="utf-8", errors="replace") as f:
+      result = timeline(f)
+  except (OSError, ValueError) as e:
+    parser.error(f"{args.train_log}: {e}")
   if args.wall_secs is not None:
     result["wall_secs"] = args.wall_secs
     result["outside_log_secs"] = round(args.wall_secs - result["logged_secs"],
