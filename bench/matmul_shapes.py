@@ -14,12 +14,17 @@ projection (logits, 512 -> 37,000), the feed-forward maps 512 -> 2048 and
   matmul_transpose_b  2-D MatMul, W stored [d_out, d_in], transpose_b
   batch_broadcast     BatchMatMulV2 of [rows, 1, d_in] and W [d_in, d_out]
   batch_broadcast_transpose_b   the same with W [d_out, d_in], transpose_b
+  batch_one_transpose_b   BatchMatMulV2 of one batch, [1, rows, d_in] and
+                      W [1, d_out, d_in], transpose_b
   einsum              tf.einsum("rd,de->re") with W [d_in, d_out]
-Each is traced alone in a tf.function, and the formulations of one shape and
-dtype are timed in turn (`--rounds` rounds, medians) after one warm-up call.
-Output: the machine's fingerprint (`t2tlite.precision.fingerprint`: CPU,
-flags, ONEDNN_MAX_CPU_ISA when set, matmul peaks) and the load average, then one Markdown table row per shape and
-formulation (ms, GFLOP/s = 2 rows d_in d_out / time).
+t2tlite's float32 search runs batch_one_transpose_b for the decoder layers'
+maps and matmul for the logits (t2tlite/layers/linear.py); bfloat16 steps
+run batch_broadcast. Each is traced alone in a tf.function, and the
+formulations of one shape and dtype are timed in turn (`--rounds` rounds,
+medians) after one warm-up call. Output: the machine's fingerprint
+(`t2tlite.precision.fingerprint`: CPU, flags, ONEDNN_MAX_CPU_ISA when set,
+matmul peaks) and the load average, then one Markdown table row per shape
+and formulation (ms, GFLOP/s = 2 rows d_in d_out / time).
 """
 import argparse
 import statistics
@@ -57,6 +62,9 @@ def formulations(x, w):
       "batch_broadcast": traced(tf.matmul, x3, w),
       "batch_broadcast_transpose_b": traced(
           lambda a, b: tf.matmul(a, b, transpose_b=True), x3, w_t),
+      "batch_one_transpose_b": traced(
+          lambda a, b: tf.matmul(a, b, transpose_b=True), x[tf.newaxis],
+          w_t[tf.newaxis]),
       "einsum": traced(lambda a, b: tf.einsum("rd,de->re", a, b), x, w),
   }
 

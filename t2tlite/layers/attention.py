@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 from t2tlite.data.vocab import PAD_ID
-from t2tlite.layers.linear import position_wise, read_weight
+from t2tlite.layers.linear import linear
 
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0
 # in float32 next to any real score, small enough to stay finite when added
@@ -116,8 +116,8 @@ class MultiHeadAttention(keras.layers.Layer):
     return tf.reshape(x, [batch, length, self.num_heads * self.d_v])
 
   def _project(self, x, variable, depth, search_weights):
-    kernel = read_weight(variable, self.compute_dtype, search_weights)
-    return self._split_heads(position_wise(x, kernel), depth)
+    return self._split_heads(
+        linear(x, variable, self.compute_dtype, search_weights), depth)
 
   def project_memory(self, memory, search_weights=None):
     """Keys and values of `memory` [batch, k_len, d_model].
@@ -169,8 +169,8 @@ class MultiHeadAttention(keras.layers.Layer):
       k, v, bias = self._with_cache(cache, cache_index, k, v)
     heads, weights = scaled_dot_product_attention(
         q, k, v, bias, self.weights_dropout, training)
-    w_o = read_weight(self.w_o, self.compute_dtype, search_weights)
-    outputs = position_wise(self._merge_heads(heads), w_o)
+    outputs = linear(self._merge_heads(heads), self.w_o, self.compute_dtype,
+                     search_weights)
     if grouped:
       outputs = tf.reshape(outputs, tf.shape(query))
       outputs.set_shape(query.shape)

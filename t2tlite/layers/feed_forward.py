@@ -2,7 +2,7 @@
 import keras
 import tensorflow as tf
 
-from t2tlite.layers.linear import position_wise, read_weight
+from t2tlite.layers.linear import linear, read_weight
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -34,12 +34,15 @@ class FeedForward(keras.layers.Layer):
     self.b2 = self.add_weight(name="b2", shape=(d_model,), initializer="zeros")
 
   def call(self, x, training=False, search_weights=None):
-    def weight(variable):
-      return read_weight(variable, self.compute_dtype, search_weights)
+    dtype = self.compute_dtype
 
-    hidden = tf.nn.relu(position_wise(x, weight(self.w1)) + weight(self.b1))
+    def bias(variable):
+      return read_weight(variable, dtype, search_weights)
+
+    hidden = tf.nn.relu(linear(x, self.w1, dtype, search_weights) +
+                        bias(self.b1))
     hidden = self.dropout(hidden, training=training)
-    return position_wise(hidden, weight(self.w2)) + weight(self.b2)
+    return linear(hidden, self.w2, dtype, search_weights) + bias(self.b2)
 
   def get_config(self):
     config = super().get_config()

@@ -9,6 +9,14 @@ far slower than its 2-D GEMM on AVX2-only CPUs (several times for a decoding
 step's [rows, 1, d_in] inputs; BUILD_NOTES.md, Decoding layouts). Folding
 batch and length into one axis makes every position-wise map, forward and
 backward, training and decoding, a single 2-D GEMM, except one case below.
+
+A float32 search goes one step further (`add_decoding_kernels`): its
+decoder layers multiply by kernels stored [d_out, d_in] in a batch matmul of
+one [1, rows, d_in] batch with transpose_b. On AVX-512 oneDNN runs that as
+its brgemm matmul, as fast as the 2-D GEMM; on AVX2 it runs the jit GEMM
+with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
+[d_in, d_out] kernel for a step's shapes (bench/matmul_shapes.py;
+BUILD_NOTES.md, Decoding layouts).
 """
 import tensorflow as tf
 
@@ -29,6 +37,51 @@ def read_weight(variable, dtype, search_weights=None):
   if search_weights is not None:
     return search_weights[variable.path]
   return tf.cast(variable, dtype)
+
+
+def decoding_kernel_key(variable):
+  """Where `add_decoding_kernels` keeps `variable`'s decoding layout."""
+  return variable.path + ":decoding_kernel"
+
+
+def add_decoding_kernels(search_weights, layers):
+  """Adds to `search_weights` the decoding layout of each 2-D kernel of
+  `layers`: [1, d_out, d_in], for `linear`. float32 only: a bfloat16
+  search keeps the layout of t2tlite's recorded bfloat16 results (see
+  `position_wise`). Made once per search, before its loop.
+
+  Args:
+    search_weights: {variable.path: tensor}, as `read_weight` reads it.
+    layers: Keras layers whose 2-D weights are kernels of `linear`.
+  """
+  for layer in layers:
+    for variable in layer.weights:
+      kernel = search_weights[variable.path]
+      if kernel.shape.rank == 2 and kernel.dtype == tf.float32:
+        search_weights[decoding_kernel_key(variable)] = tf.transpose(
+            kernel)[tf.newaxis]
+
+
+def linear(x, variable, dtype, search_weights=None):
+  """x @ variable over the last axis, in the search's decoding layout when
+  `search_weights` holds it (`add_decoding_kernels`).
+
+  Args:
+    x: [..., d_in].
+    variable: a [d_in, d_out] Keras variable.
+    dtype: the layer's compute dtype.
+    search_weights: None, or the per-search weights.
+  Returns:
+    [..., d_out], in x's dtype.
+  """
+  kernel = (search_weights or {}).get(decoding_kernel_key(variable))
+  if kernel is None:
+    return position_wise(x, read_weight(variable, dtype, search_weights))
+  d_in, d_out = variable.shape
+  flat = tf.matmul(tf.reshape(x, [1, -1, d_in]), kernel, transpose_b=True)
+  out = tf.reshape(flat, tf.concat([tf.shape(x)[:-1], [d_out]], 0))
+  out.set_shape(x.shape[:-1].concatenate([d_out]))
+  return out
 
 
 def position_wise(x, kernel, transpose_kernel=False):

@@ -14,6 +14,7 @@ import tensorflow as tf
 from t2tlite import registry
 from t2tlite.layers.attention import causal_bias, padding_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2tlite.layers.linear import add_decoding_kernels
 from t2tlite.layers.transformer_layers import DecoderLayer, EncoderLayer
 from t2tlite.models.config import TransformerConfig
 
@@ -223,14 +224,17 @@ class Transformer(keras.Model):
                              search_weights=search_weights), cache
 
   def search_weights(self):
-    """{variable.path: the weight in the compute dtype}, and the output
+    """{variable.path: the weight in the compute dtype}, the output
     projection's kernel laid out for decoding (`SharedEmbedding.
-    add_output_kernel`): read (and under mixed precision cast) once per
-    search, before its loop, rather than at every step. Only for code without
-    gradients."""
+    add_output_kernel`) and, in float32, the decoder layers' kernels laid out
+    for decoding (`linear.add_decoding_kernels`): read (and under mixed
+    precision cast) once per search, before its loop, rather than at every
+    step. Only for code without gradients."""
     dtype = self.compute_dtype
     weights = {v.path: tf.cast(v, dtype) for v in self.weights}
     self.embedding.add_output_kernel(weights)
+    add_decoding_kernels(weights, self.decoder_layers)
+
     return weights
 
   def decoding_memory(self, inputs, search_weights=None):

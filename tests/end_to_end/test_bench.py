@@ -47,6 +47,22 @@ def test_train_tiny_line_and_table(tmp_path):
   assert f"| {line['tokens_per_s']:,.0f} (1) |" in row
 
 
+@pytest.mark.timeout(300)
+def test_decode_base_outputs_are_the_recorded_ones():
+  """decode_base's float32 search (transformer_base, seeded weights and
+  ids) finds the ids recorded in BUILD_NOTES.md since before the decoding
+  layouts (checksum 9657661, natively and with ONEDNN_MAX_CPU_ISA=AVX2):
+  a layout or op change that moved a float32 near-tie shows here."""
+  result = subprocess.run(
+      [sys.executable, os.path.join(BENCH, "run.py"), "--work",
+       "decode_base", "--steps", "1", "--warmup", "0", "--no_peak_now"],
+      capture_output=True, text=True, timeout=280, check=True)
+  line = json.loads([l for l in result.stdout.splitlines()
+                     if l.startswith("{")][-1])
+  assert line["mixed_precision"] == "float32"
+  assert line["outputs_checksum"] == 9657661
+
+
 def test_bench_scripts_use_only_public_entry_points():
   for path in glob.glob(os.path.join(BENCH, "**", "*.py"), recursive=True):
     with open(path, encoding="utf-8") as f:

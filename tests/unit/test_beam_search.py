@@ -9,7 +9,9 @@ import tensorflow as tf
 from t2tlite.decode.beam_search import beam_search, greedy_search
 from t2tlite.decode.decoding import DecodeHParams, decode_ids
 from t2tlite.hparams_lib import HParams
+from t2tlite.layers.linear import decoding_kernel_key
 from t2tlite.models import build_model
+from t2tlite.models import transformer as transformer_module
 
 PAD, EOS, A, B = 0, 1, 2, 3
 VOCAB = 4
@@ -225,10 +227,13 @@ def test_cached_and_uncached_decoding_agree(tiny_model, beam_size, growing):
   assert np.count_nonzero(ids_c) > INPUTS.shape[0]  # not all empty outputs
 
 
-def test_float32_step_uses_2d_matmuls_without_transposes(tiny_model):
-  """Position-wise maps and the output projection of a search step are
-  plain 2-D MatMuls (no transpose_b); batch matmuls remain only for the
-  per-row attention products of rank-4 heads."""
+def test_float32_step_matmul_layouts(tiny_model):
+  """A float32 search step multiplies by the decoding layouts made once per
+  search: each position-wise map is one batch matmul of a single [1, rows,
+  d_in] batch by a [1, d_out, d_in] kernel with transpose_b (fast with AVX2
+  and AVX-512 alike), the output projection a 2-D MatMul by the [d_model,
+  vocab] kernel without a transpose; other batch matmuls are the per-row
+  attention products of rank-4 heads. No step transposes a weight."""
   decode_step, cache = tiny_model.prepare_decoding(INPUTS, None)
   step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
   graph = step.get_concrete_function(
@@ -237,12 +242,48 @@ def test_float32_step_uses_2d_matmuls_without_transposes(tiny_model):
           lambda t: tf.TensorSpec([None, *t.shape[1:]], t.dtype), cache)).graph
   ops = [op for op in graph.get_operations() if "MatMul" in op.type]
   matmuls = [op for op in ops if op.type == "MatMul"]
-  # Per decoder layer: q, k, v, output (self), q, output (encdec), 2 FFN;
-  # then the logits.
-  assert len(matmuls) == 8 * len(tiny_model.decoder_layers) + 1
-  assert not any(op.get_attr("transpose_b") for op in matmuls)
+  assert len(matmuls) == 1
+  d_model, vocab = tiny_model.config.d_model, tiny_model.embedding.vocab_size
+  assert matmuls[0].inputs[1].shape.as_list() == [d_model, vocab]
+  assert not matmuls[0].get_attr("transpose_b")
   batched = [op for op in ops if op.type != "MatMul"]
-  assert batched and all(op.inputs[1].shape.rank == 4 for op in batched)
+  position_wise = [op for op in batched if op.inputs[1].shape.rank == 3]
+  # Per decoder layer: q, k, v, output (self), q, output (encdec), 2 FFN.
+  assert len(position_wise) == 8 * len(tiny_model.decoder_layers)
+  for op in position_wise:
+    assert op.get_attr("adj_y")
+    assert op.inputs[0].shape[0] == 1 and op.inputs[1].shape[0] == 1
+  assert all(op.inputs[1].shape.rank == 4
+             for op in batched if op not in position_wise)
+  assert not [op for op in graph.get_operations() if op.type == "Transpose"
+              and op.inputs[0].op.type in ("ReadVariableOp", "Placeholder")
+              and op.inputs[0].shape.rank == 2]
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
+                                           monkeypatch):
+  """The per-search decoding layouts change how the products are computed,
+  not what the search finds: the same ids as a search that multiplies by the
+  weights as stored, and scores equal to rounding."""
+  def search():
+    result = decode_ids(tiny_model, INPUTS, beam_size=beam_size, alpha=0.6,
+                        extra_length=6)
+    return result["outputs"].numpy(), result["scores"].numpy()
+
+  weights = tiny_model.search_weights()
+  layer = tiny_model.decoder_layers[0]
+  assert weights[decoding_kernel_key(layer.feed_forward.w1)].shape == (
+      1, layer.feed_forward.d_ff, tiny_model.config.d_model)
+  ids, scores = search()
+  monkeypatch.setattr(transformer_module, "add_decoding_kernels",
+                      lambda weights, layers: None)
+  assert not any(key.endswith(":decoding_kernel")
+                 for key in tiny_model.search_weights())
+  plain_ids, plain_scores = search()
+  np.testing.assert_array_equal(ids, plain_ids)
+  np.testing.assert_allclose(scores, plain_scores, atol=1e-5)
+  assert np.count_nonzero(ids) > INPUTS.shape[0]  # not all empty outputs
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
