@@ -63,6 +63,24 @@ def test_decode_base_outputs_are_the_recorded_ones():
   assert line["outputs_checksum"] == 9657661
 
 
+@pytest.mark.timeout(300)
+def test_profile_decode_attributes_the_search_to_op_types():
+  result = subprocess.run(
+      [sys.executable, os.path.join(BENCH, "profile_decode.py"),
+       "--searches", "1"],
+      capture_output=True, text=True, timeout=280, check=True)
+  assert result.stdout.startswith("machine: "), result.stdout[:200]
+  rows = [json.loads(l) for l in result.stdout.splitlines()
+          if l.startswith("{")]
+  assert len({row["op_type"] for row in rows}) == len(rows) > 5
+  assert sum(row["share"] for row in rows) == pytest.approx(1.0, abs=0.01)
+  # Rows come largest first; a base-sized search is mostly matmuls.
+  assert rows == sorted(rows, key=lambda row: -row["s_per_search"])
+  matmul_share = sum(row["share"] for row in rows
+                     if "MatMul" in row["op_type"])
+  assert matmul_share > 0.5, rows[:5]
+
+
 def test_bench_scripts_use_only_public_entry_points():
   for path in glob.glob(os.path.join(BENCH, "**", "*.py"), recursive=True):
     with open(path, encoding="utf-8") as f:

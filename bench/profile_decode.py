@@ -1,0 +1,81 @@
+"""Where a decode_base search spends its time, by TensorFlow op type.
+
+    python bench/profile_decode.py [--mixed_precision=bfloat16] [--searches 2]
+    ONEDNN_MAX_CPU_ISA=AVX2 python bench/profile_decode.py   # AVX2, roughly
+
+Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps)
+under the TensorFlow profiler and prints one JSON line per op type: its
+self time per search (summed over the profiler's threads, so the total can
+exceed the wall time) and its share of all op time. Idle time is left out.
+The first line is the machine's fingerprint (`t2tlite.precision.fingerprint`,
+with ONEDNN_MAX_CPU_ISA when set).
+"""
+import argparse
+import collections
+import glob
+import json
+import tempfile
+
+import keras
+import numpy as np
+import tensorflow as tf
+# The profiler's own converter from its trace to per-op statistics (what
+# TensorBoard's profile plugin shows); TensorFlow has no public API for it.
+from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
+
+import t2tlite
+from t2tlite import precision
+from t2tlite.train.trainer import MIXED_PRECISION
+
+# Run as a script, bench/ is the first folder on the import path.
+import run as bench_run  # DECODE_BASE, random_ids, decode_search_fn
+
+
+def op_self_times(logdir):
+  """{op type: self-time microseconds} from the profile in logdir."""
+  path = glob.glob(logdir + "/**/*.xplane.pb", recursive=True)[-1]
+  data, _ = _pywrap_profiler_plugin.xspace_to_tools_data(
+      [path], "framework_op_stats", {})
+  table = json.loads(data)[0]
+  columns = [c["id"] for c in table["cols"]]
+  totals = collections.Counter()
+  for row in table["rows"]:
+    cells = dict(zip(columns, [c.get("v") for c in row["c"]]))
+    if cells["type"] != "IDLE":
+      totals[cells["type"]] += cells["total_self_time"]
+  return totals
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
+  parser.add_argument("--searches", type=int, default=2)
+  args = parser.parse_args()
+  print(f"machine: {precision.fingerprint()}", flush=True)
+  hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
+  keras.utils.set_random_seed(1)
+  model = t2tlite.build_model(
+      t2tlite.create_hparams(hparams_set, overrides), vocab,
+      dtype=MIXED_PRECISION[args.mixed_precision])
+  inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
+                                length)
+  search = bench_run.decode_search_fn(model, 4, 0.6, xla=False)
+  search(inputs)["outputs"].numpy()  # trace outside the profile
+  with tempfile.TemporaryDirectory() as logdir:
+    tf.profiler.experimental.start(logdir)
+    for _ in range(args.searches):
+      search(inputs)["outputs"].numpy()
+    tf.profiler.experimental.stop()
+    totals = op_self_times(logdir)
+  all_ops = sum(totals.values())
+  for op_type, micros in totals.most_common():
+    print(json.dumps({
+        "work": "profile_decode_base",
+        "mixed_precision": args.mixed_precision or "float32",
+        "op_type": op_type,
+        "s_per_search": round(micros / 1e6 / args.searches, 3),
+        "share": round(micros / all_ops, 3)}))
+
+
+if __name__ == "__main__":
+  main()
