@@ -11,7 +11,14 @@ compute capability >= 8.0; CPUs with the avx512_bf16 or amx_bf16 flag),
 float16 with dynamic loss scaling on GPUs with tensor cores but no bfloat16
 (compute capability 7.x), float32 elsewhere. Elsewhere bfloat16 and float16
 are emulated (converted to float32 around every operation) and run slower
-than float32, so `auto` never picks them there. An explicit precision is
+than float32, so `auto` never picks them there.
+
+A CPU flag is not enough on its own: on an Intel Xeon of family 6 model 207
+whose hypervisor hides AMX, oneDNN's avx512_bf16 matmul ran at 0.6x the
+float32 one. So on a CPU with a bfloat16 flag, `describe_device` also times
+a 1024^3 matmul in both precisions (about half a second, once per process),
+and `auto` keeps float32 unless bfloat16 measured at least
+`MIN_BFLOAT16_SPEEDUP` times as fast. An explicit precision is
 used as asked; if the device only emulates it, the choice carries a warning
 naming the reason and the faster precision.
 
@@ -42,6 +49,11 @@ FINGERPRINT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 # aborts on a bfloat16 matmul of a CPU that has them).
 ISA_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2",
                          "AVX512_CORE", "AVX512_CORE_VNNI")
+# bfloat16 must beat float32 by this much on a CPU's measured matmul for
+# auto to pick it. Seen: 0.3x (emulated, Zen 3), 0.6x (Intel, AMX hidden),
+# 1.8-2.8x (Zen 4, Zen 5): far from the threshold either way, so a noisy
+# measurement does not flip the choice.
+MIN_BFLOAT16_SPEEDUP = 1.2
 GPU_BF16_CAPABILITY = (8, 0)     # Ampere and later
 GPU_FP16_CAPABILITY = (7, 0)     # tensor cores (Volta, Turing)
 
@@ -67,6 +79,9 @@ class Device:
       `isa_cap`.
     gpus: tuple of Gpu; empty without GPUs.
     isa_cap: ONEDNN_MAX_CPU_ISA as set for this process ("" when unset).
+    bfloat16_speedup: a bfloat16 matmul's speed over a float32 one's, as
+      measured on this CPU (`describe_device` measures it when the CPU has
+      a bfloat16 flag and there is no GPU); None when not measured.
   """
   cpu_model: str = "unknown CPU"
   cpu_family: str = ""
@@ -75,6 +90,7 @@ class Device:
   cpu_flags: frozenset = frozenset()
   gpus: tuple = ()
   isa_cap: str = ""
+  bfloat16_speedup: float | None = None
 
   def cpu_bf16_flags(self):
     return [f for f in CPU_BF16_FLAGS if f in self.cpu_flags]
@@ -139,9 +155,23 @@ def _native(device):
                          "float16 trains with dynamic loss scaling")
     return "float32", f"{where} has no tensor cores"
   if device.cpu_bf16_flags():
+    slow = _slow_cpu_bfloat16(device)
+    if slow:
+      return "float32", slow
     return "bfloat16", f"{where} computes bfloat16 natively"
   return "float32", (f"{where}: bfloat16 would be emulated, slower than "
                      "float32")
+
+
+def _slow_cpu_bfloat16(device):
+  """Why a CPU with a bfloat16 flag still computes bfloat16 too slowly to
+  pick (its measured matmul speedup is below MIN_BFLOAT16_SPEEDUP), or
+  None."""
+  speedup = device.bfloat16_speedup
+  if speedup is None or speedup >= MIN_BFLOAT16_SPEEDUP:
+    return None
+  return (f"{device.summary()}, but a bfloat16 matmul measured "
+          f"{speedup:.2f}x float32 here (below {MIN_BFLOAT16_SPEEDUP}x)")
 
 
 def _emulated_reason(precision, device):
@@ -153,6 +183,8 @@ def _emulated_reason(precision, device):
       return f"{where} has no native bfloat16 (needs compute capability >= 8.0)"
     if gpu is None and not device.cpu_bf16_flags():
       return f"{where} emulates bfloat16"
+    if gpu is None:
+      return _slow_cpu_bfloat16(device)
   if precision == "float16":
     if gpu is None:
       return f"{where} emulates float16 (no CPU computes it natively)"
@@ -257,11 +289,12 @@ def _gpus():
 
 @functools.lru_cache(maxsize=None)
 def describe_device():
-  """This machine's Device: /proc/cpuinfo and TensorFlow's GPU list."""
+  """This machine's Device: /proc/cpuinfo, TensorFlow's GPU list and, on a
+  CPU with a bfloat16 flag and no GPU, the measured bfloat16 speedup."""
   info = _cpuinfo()
   isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
   import platform
-  return Device(
+  device = Device(
       cpu_model=info.get("model name") or platform.processor() or
       "unknown CPU",
       cpu_family=info.get("cpu family", ""),
@@ -269,6 +302,11 @@ def describe_device():
       cores=os.cpu_count() or 1,
       cpu_flags=usable_cpu_flags(info.get("flags", "").split(), isa_cap),
       gpus=_gpus(), isa_cap=isa_cap)
+  if device.gpus or not device.cpu_bf16_flags():
+    return device
+  peaks = machine_peaks()
+  return dataclasses.replace(
+      device, bfloat16_speedup=round(peaks["bfloat16"] / peaks["float32"], 2))
 
 
 def matmul_seconds(dtype="float32", n=1024, repeats=5):
@@ -339,6 +377,9 @@ def main():
   device = describe_device()
   print(f"machine: {fingerprint(device)}")
   choice = choose(AUTO, device)
+  if device.bfloat16_speedup is not None:
+    print(f"bfloat16 matmul speedup: {device.bfloat16_speedup}x "
+          f"(auto needs {MIN_BFLOAT16_SPEEDUP}x)")
   print(f"auto precision: {choice.precision} ({choice.reason})")
 
 

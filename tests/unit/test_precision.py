@@ -59,6 +59,34 @@ def test_reasons_name_the_device_and_its_flags():
   assert "loss scaling" in precision.choose("auto", V100).reason
 
 
+# The same flags, measured: an Intel Xeon whose hypervisor hides AMX ran
+# oneDNN's avx512_bf16 matmul at 0.6x float32; Zen 4 at about 1.8x.
+XEON_AMX_HIDDEN = dataclasses.replace(
+    ZEN4, cpu_model="Intel Xeon Processor", cpu_family="6",
+    cpu_model_number="207", bfloat16_speedup=0.6)
+ZEN4_MEASURED = dataclasses.replace(ZEN4, bfloat16_speedup=1.8)
+
+
+def test_auto_keeps_float32_where_bfloat16_measured_slower():
+  choice = precision.choose("auto", XEON_AMX_HIDDEN)
+  assert choice.precision == "float32" and choice.warning is None
+  assert "with avx512_bf16" in choice.reason
+  assert "measured 0.60x float32" in choice.reason
+  assert precision.choose("auto", ZEN4_MEASURED).precision == "bfloat16"
+  # Just below the threshold is still too slow.
+  borderline = dataclasses.replace(
+      ZEN4, bfloat16_speedup=precision.MIN_BFLOAT16_SPEEDUP - 0.01)
+  assert precision.choose("auto", borderline).precision == "float32"
+
+
+def test_explicit_bfloat16_measured_slower_runs_and_warns():
+  choice = precision.choose("bfloat16", XEON_AMX_HIDDEN)
+  assert choice.precision == "bfloat16"
+  assert "measured 0.60x float32" in choice.warning
+  assert "use float32" in choice.warning
+  assert precision.choose("bfloat16", ZEN4_MEASURED).warning is None
+
+
 def test_the_slowest_gpu_decides():
   mixed = Device(gpus=(Gpu("A100", (8, 0)), Gpu("T4", (7, 5))))
   choice = precision.choose("auto", mixed)
@@ -145,6 +173,16 @@ def test_this_machine_is_described_from_cpuinfo():
     assert device.cpu_flags == frozenset(flags.split())
   peak = precision.matmul_gflops("bfloat16", n=128, repeats=2)
   assert np.isfinite(peak) and peak > 0
+  # The bfloat16 speedup is measured exactly where the flags alone would
+  # have picked bfloat16, from the peaks the fingerprint prints.
+  if device.gpus or not device.cpu_bf16_flags():
+    assert device.bfloat16_speedup is None
+  else:
+    peaks = precision.machine_peaks()
+    assert device.bfloat16_speedup == round(
+        peaks["bfloat16"] / peaks["float32"], 2)
+    assert (precision.choose("auto", device).precision == "bfloat16") == (
+        device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP)
 
 
 @pytest.mark.timeout(120)
