@@ -81,12 +81,12 @@ multi30k() { translation de; }
 multi30k_fr() { translation fr; }
 
 wsj() {
-  local data=$work/wsj_data run=$work/wsj_parsing_small
+  local data=$work/wsj_data run=$work/wsj_parsing_pointer
   local gold="$shared/wsj_sample/wsj_01[67]*.mrg"
   t2t-datagen --problem=parsing_wsj --data_dir="$data" \
       --raw_data_dir="$shared/wsj_sample" --vocab_size=4000
   /usr/bin/time -v t2t-trainer --problem=parsing_wsj \
-      --hparams_set=transformer_parsing_small --data_dir="$data" \
+      --hparams_set=transformer_parsing_pointer --data_dir="$data" \
       --output_dir="$run" --mixed_precision=auto \
       --schedule=train_and_evaluate --local_eval_frequency=2000 \
       --save_checkpoints_secs=180 --keep_checkpoint_max=10 --random_seed=1 \
@@ -103,6 +103,12 @@ wsj() {
     t2t-parse-eval --prediction="$work/wsj_dev.$constrained.txt" \
         --reference="$gold" | tee "$work/wsj_dev.$constrained.f1.txt"
   done
+  # The last checkpoint alone, constrained, beside the average.
+  t2t-decoder --output_dir="$run" \
+      --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
+      --decode_to_file="$work/wsj_dev.last.txt"
+  t2t-parse-eval --prediction="$work/wsj_dev.last.txt" \
+      --reference="$gold" | tee "$work/wsj_dev.last.f1.txt"
   fingerprint | tee -a "$work/wsj_dev.true.f1.txt"
 }
 

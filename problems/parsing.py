@@ -32,6 +32,7 @@ import re
 from t2tlite.data import trees
 from t2tlite.data.tree_graph import bracketed_trees
 from t2tlite.data.samples import DataError, Skipped
+from t2tlite.decode import tree_constraint
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.problem import SPLITS, Text2TextProblem, register_problem
 
@@ -116,6 +117,14 @@ class ParsingWsj(Text2TextProblem):
     if self.reverse:
       return None
     return TreeConstraint.from_vocabularies(input_vocab, target_vocab)
+
+  def word_pointer_tables(self, input_vocab, target_vocab):
+    """Each tag is for the next word (`tree_constraint.word_pointer_tables`);
+    none for the reversed problem."""
+    if self.reverse:
+      return None
+    return tree_constraint.word_pointer_tables(input_vocab.pieces(),
+                                               target_vocab.pieces())
 
   def postprocess_graph(self, outputs, inputs):
     """Constrained linearized trees -> bracketed trees with the words

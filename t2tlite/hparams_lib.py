@@ -34,6 +34,9 @@ class HParams:
   before one optimizer update: one update sees batch_size x replicas x
   gradient_accumulation_steps padded tokens, so 1 GPU with 8 reproduces the
   paper's 8-GPU step), train_steps (optimizer updates).
+  Problem-specific: word_pointer (the decoder input also gets a pointer to
+  the source word its next word token is for: for problems whose targets
+  hold one token per source word, parsing; `t2tlite.layers.word_pointer`).
   """
   num_layers: int = 6
   d_model: int = 512
@@ -58,6 +61,7 @@ class HParams:
   batch_size: int = 4096
   gradient_accumulation_steps: int = 1
   train_steps: int = 100000
+  word_pointer: bool = False
 
   def __post_init__(self):
     check_field_types(self)

@@ -272,6 +272,14 @@ class Problem:
     del input_vocab, target_vocab
     return None
 
+  def word_pointer_tables(self, input_vocab, target_vocab):
+    """Tables for the decoder's word pointer (hparam word_pointer, see
+    `t2tlite.layers.word_pointer`): {"word_starts": bool per input id,
+    "word_tokens": bool per target id}, for problems whose target tokens of
+    one kind stand for the source words one by one; None here."""
+    del input_vocab, target_vocab
+    return None
+
   def postprocess_graph(self, outputs, inputs):
     """`postprocess` as TensorFlow ops, for the SavedModel's text signature
     when outputs are constrained: tf.string [batch] decoded text and source

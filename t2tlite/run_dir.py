@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from t2tlite import files
 from t2tlite.hparams_lib import HParams
-from t2tlite.models import DEFAULT_MODEL, build_model
+from t2tlite.models import DEFAULT_MODEL, build_model, word_pointer_tables
 
 HPARAMS_FILE = "hparams.json"
 RUN_FILE = "run.json"
@@ -195,4 +195,20 @@ def build_run_model(info, dtype=None):
   """A freshly built (untrained) model of a run's class and vocabularies."""
   return build_model(info.hparams, info.vocab_size, dtype=dtype,
                      model=info.model,
-                     target_vocab_size=info.model_target_vocab_size)
+                     target_vocab_size=info.model_target_vocab_size,
+                     word_pointer=_word_pointer_tables(info))
+
+
+def _word_pointer_tables(info):
+  """The word pointer's tables, from the run's problem and vocabulary
+  copies, when its hparams ask for one (else None, reading nothing)."""
+  if not info.hparams.word_pointer:
+    return None
+  from t2tlite import problem as problem_lib
+  from t2tlite.data.vocab import Vocabulary
+  vocab = Vocabulary.from_file(info.vocab_file)
+  target_vocab = (vocab if info.shares_vocabulary else
+                  Vocabulary.from_file(info.target_vocab_file))
+  return word_pointer_tables(info.hparams,
+                             problem_lib.get_problem(info.problem), vocab,
+                             target_vocab)

@@ -182,8 +182,14 @@ def _train(output_dir):
       strategy_lib.wait_for_all_workers(strategy)  # others wait for the data
   vocab = problem.vocabulary(data_dir)
   # None: the targets share the input vocabulary (one embedding matrix).
+  target_vocab = (vocab if problem.shares_vocabulary else
+                  problem.vocabulary(data_dir, "targets"))
   target_vocab_size = (None if problem.shares_vocabulary else
-                       problem.vocabulary(data_dir, "targets").size)
+                       target_vocab.size)
+  try:
+    word_pointer = models.word_pointer_tables(hp, problem, vocab, target_vocab)
+  except ValueError as e:
+    raise console.CommandError(str(e)) from None
   if chief:
     recorded = {name: FLAGS[name].value for name in _RECORDED_FLAGS}
     # What a restart without --problem/--data_dir/--hparams_set falls back on.
@@ -216,7 +222,8 @@ def _train(output_dir):
                                        seed=FLAGS.random_seed)
 
   trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset,
-                                target_vocab_size=target_vocab_size)
+                                target_vocab_size=target_vocab_size,
+                                word_pointer=word_pointer)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
       raise console.CommandError(

@@ -179,3 +179,8 @@ class Vocabulary(tf.Module):
   def id_to_piece(self, ids):
     """Pieces of ids (for inspection): int [n] -> tf.string [n]."""
     return self.tokenizer.id_to_string(tf.constant(ids, tf.int32))
+
+  def pieces(self):
+    """list of str: the piece of every id, 0 .. size - 1."""
+    return [p.decode("utf-8")
+            for p in self.id_to_piece(list(range(self.size))).numpy()]

@@ -88,6 +88,20 @@ def word_starts(input_pieces):
           for i, piece in enumerate(input_pieces)]
 
 
+def word_pointer_tables(input_pieces, target_pieces):
+  """The tables of the decoder's word pointer (`layers.word_pointer`) for
+  linearized trees: input ids that begin a word (`word_starts`), target ids
+  that are tags (one per word).
+
+  Returns:
+    {"word_starts": [bool per input id], "word_tokens": [bool per target
+    id]}.
+  """
+  kinds, _, _ = classify_targets(target_pieces)
+  return {"word_starts": word_starts(input_pieces),
+          "word_tokens": [kind == TAG for kind in kinds]}
+
+
 class TreeConstraint(DecodeConstraint):
   """Well-formed linearized trees over the input's words (module doc).
 
@@ -119,10 +133,7 @@ class TreeConstraint(DecodeConstraint):
   @classmethod
   def from_vocabularies(cls, input_vocab, target_vocab, **kwargs):
     """From two `t2tlite.data.vocab.Vocabulary` objects."""
-    def pieces(vocab):
-      return [p.decode("utf-8") for p in
-              vocab.id_to_piece(list(range(vocab.size))).numpy()]
-    return cls(pieces(target_vocab), pieces(input_vocab), **kwargs)
+    return cls(target_vocab.pieces(), input_vocab.pieces(), **kwargs)
 
   def count_words(self, inputs):
     """int32 [batch, src_len] ids -> int32 [batch] words."""

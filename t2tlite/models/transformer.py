@@ -16,6 +16,7 @@ from t2tlite.layers.attention import causal_bias, padding_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.linear import add_decoding_kernels
 from t2tlite.layers.transformer_layers import DecoderLayer, EncoderLayer
+from t2tlite.layers.word_pointer import WordPointer
 from t2tlite.models.config import TransformerConfig
 
 
@@ -38,14 +39,19 @@ class Transformer(keras.Model):
     config: a TransformerConfig (or its dict form, as get_config gives it).
     target_vocab_size: the targets' own vocabulary size; None: they share
       the source vocabulary (one matrix for all three uses).
+    word_pointer: None, or {"word_starts": bool per input id, "word_tokens":
+      bool per target id}: the decoder input gets a pointer to the source
+      word its next word token is for (`layers.word_pointer`; parsing).
   Call: {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
     -> float32 logits [batch, tgt_len, target_vocab_size (or vocab_size)].
   """
 
-  def __init__(self, vocab_size, config, target_vocab_size=None, **kwargs):
+  def __init__(self, vocab_size, config, target_vocab_size=None,
+               word_pointer=None, **kwargs):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.target_vocab_size = target_vocab_size
+    self.word_pointer_tables = word_pointer
     self.config = c = TransformerConfig.coerce(config)
     policy = self.dtype_policy
     if target_vocab_size is not None:
@@ -54,6 +60,11 @@ class Transformer(keras.Model):
     self.embedding = SharedEmbedding(
         vocab_size if target_vocab_size is None else target_vocab_size,
         c.d_model, name="embedding", dtype=policy)
+    self.word_pointer = None
+    if word_pointer is not None:
+      self.word_pointer = WordPointer(
+          word_pointer["word_starts"], word_pointer["word_tokens"],
+          c.d_model, name="word_pointer", dtype=policy)
     self.encoder_positions = PositionEncoding(
         c.position_encoding, c.max_length, name="encoder_positions",
         dtype=policy)
@@ -76,6 +87,8 @@ class Transformer(keras.Model):
     self.embedding.build()
     if self.target_vocab_size is not None:
       self.input_embedding.build()
+    if self.word_pointer is not None:
+      self.word_pointer.build()
     self.encoder_positions.build(hidden)
     self.decoder_positions.build(hidden)
     for layer in self.encoder_layers:
@@ -87,9 +100,11 @@ class Transformer(keras.Model):
       self.decoder_norm.build(hidden)
 
   @classmethod
-  def from_hparams(cls, hp, vocab_size, target_vocab_size=None, **kwargs):
+  def from_hparams(cls, hp, vocab_size, target_vocab_size=None,
+                   word_pointer=None, **kwargs):
     return cls(vocab_size, TransformerConfig.from_hparams(hp),
-               target_vocab_size=target_vocab_size, **kwargs)
+               target_vocab_size=target_vocab_size,
+               word_pointer=word_pointer, **kwargs)
 
   def _final_norm(self, x, norm_name):
     if self.config.norm_position == "pre":
@@ -97,8 +112,10 @@ class Transformer(keras.Model):
     return x
 
   def _embed(self, embedding, ids, positions, training, start=0,
-             search_weights=None):
+             search_weights=None, pointer=None):
     x = positions(embedding(ids, search_weights=search_weights), start=start)
+    if pointer is not None:
+      x += pointer
     return self.embedding_dropout(x, training=training)
 
   @property
@@ -138,15 +155,19 @@ class Transformer(keras.Model):
       "self"/"encdec" attention weights when return_attention_weights).
     """
     decoder_inputs = shift_right(targets)
+    pointer = None
+    if self.word_pointer is not None:
+      pointer = self.word_pointer(decoder_inputs, memory, inputs)
     logits, weights, _ = self._decoder(
         decoder_inputs, [memory] * len(self.decoder_layers),
         padding_bias(inputs),
-        self_bias=causal_bias(tf.shape(decoder_inputs)[1]), training=training)
+        self_bias=causal_bias(tf.shape(decoder_inputs)[1]), training=training,
+        pointer=pointer)
     return (logits, weights) if return_attention_weights else logits
 
   def _decoder(self, decoder_inputs, layer_memories, memory_bias,
                self_bias=None, training=False, start=0, caches=None,
-               growing=False, search_weights=None):
+               growing=False, search_weights=None, pointer=None):
     """The decoder stack and output projection, teacher-forced or cached:
     the one place where the decoder is wired.
 
@@ -161,12 +182,15 @@ class Transformer(keras.Model):
       growing: the caches grow (else they have a fixed size and `start` is
         the position written).
       search_weights: None, or the per-search weights (`search_weights`).
+      pointer: None, or the word pointer's vectors [rows, len, d_model],
+        added to the decoder's input embedding.
     Returns:
       (float32 logits [rows, len, target vocab], per-layer attention weight
       dicts, the updated caches or None).
     """
     x = self._embed(self.embedding, decoder_inputs, self.decoder_positions,
-                    training, start=start, search_weights=search_weights)
+                    training, start=start, search_weights=search_weights,
+                    pointer=pointer)
     weights, new_caches = [], []
     for i, layer in enumerate(self.decoder_layers):
       cache_args = {}
@@ -245,13 +269,20 @@ class Transformer(keras.Model):
     Returns:
       {"keys", "values": per-layer encoder-decoder keys and values
       [batch, heads, src_len, d_k|d_v], "bias": float32 [batch, 1, 1,
-      src_len]}: one copy per batch element, shared by its beams.
+      src_len]; with a word pointer also "pointer": (the projected memory
+      [batch, src_len, d_model], word positions [batch, src_len], last
+      word index [batch])}: one copy per batch element, shared by its beams.
     """
     memory = self.encode(inputs, training=False)
     keys, values = zip(*[layer.memory_keys_values(memory, search_weights)
                          for layer in self.decoder_layers])
-    return {"keys": list(keys), "values": list(values),
-            "bias": padding_bias(inputs)}
+    decoding_memory = {"keys": list(keys), "values": list(values),
+                       "bias": padding_bias(inputs)}
+    if self.word_pointer is not None:
+      decoding_memory["pointer"] = (
+          self.word_pointer.project(memory, search_weights),
+          *self.word_pointer.word_positions(inputs))
+    return decoding_memory
 
   def init_cache(self, batch_size, max_decode_length=None):
     """The self-attention cache of `batch_size` hypotheses.
@@ -261,11 +292,16 @@ class Transformer(keras.Model):
       max_decode_length: None (a growing cache) or an int (fixed size); see
         `DecoderLayer.init_cache`.
     Returns:
-      {"layers": [per-layer dicts]}, each tensor with batch_size as its
-      first dimension (so beam search can tile and reorder it).
+      {"layers": [per-layer dicts]} (and with a word pointer "words_done":
+      int32 [batch_size], the word tokens each hypothesis has written),
+      each tensor with batch_size as its first dimension (so beam search
+      can tile and reorder it).
     """
-    return {"layers": [layer.init_cache(batch_size, max_decode_length)
-                       for layer in self.decoder_layers]}
+    cache = {"layers": [layer.init_cache(batch_size, max_decode_length)
+                        for layer in self.decoder_layers]}
+    if self.word_pointer is not None:
+      cache["words_done"] = tf.zeros([batch_size], tf.int32)
+    return cache
 
   def decode_step(self, ids, step, cache, memory, growing=False,
                   search_weights=None):
@@ -282,10 +318,15 @@ class Transformer(keras.Model):
     Returns:
       (float32 logits [rows, target vocab], updated cache).
     """
+    pointer, cache = None, dict(cache)
+    if self.word_pointer is not None:
+      cache["words_done"] += self.word_pointer.is_word_token(ids)
+      pointer = self.word_pointer.step(cache["words_done"],
+                                       *memory["pointer"])
     logits, _, layers = self._decoder(
         ids[:, tf.newaxis], list(zip(memory["keys"], memory["values"])),
         memory["bias"], start=step, caches=cache["layers"], growing=growing,
-        search_weights=search_weights)
+        search_weights=search_weights, pointer=pointer)
     return logits[:, 0, :], dict(cache, layers=layers)
 
   def build_by_calling(self):
@@ -304,6 +345,7 @@ class Transformer(keras.Model):
     config = super().get_config()
     config.update(vocab_size=self.vocab_size,
                   target_vocab_size=self.target_vocab_size,
+                  word_pointer=self.word_pointer_tables,
                   config=self.config.to_dict())
     return config
 

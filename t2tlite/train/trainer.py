@@ -179,10 +179,12 @@ class Trainer:
       {"inputs": int32 [batch, src_len], "targets": int32 [batch, tgt_len]}
       per replica; training datasets should repeat (a finite one restarts).
     target_vocab_size: the targets' own vocabulary size; None when shared.
+    word_pointer: None, or the tables of the decoder's word pointer
+      (`t2tlite.models.word_pointer_tables`).
   """
 
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
-               target_vocab_size=None):
+               target_vocab_size=None, word_pointer=None):
     self.hp, self.config, self.strategy = hp, config, strategy
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
@@ -190,7 +192,8 @@ class Trainer:
     with strategy.scope():
       self.model = models.build_model(
           hp, vocab_size, dtype=MIXED_PRECISION[config.mixed_precision],
-          model=config.model, target_vocab_size=target_vocab_size)
+          model=config.model, target_vocab_size=target_vocab_size,
+          word_pointer=word_pointer)
       self.base_optimizer = build_optimizer(hp)
       self.optimizer = (
           keras.optimizers.LossScaleOptimizer(self.base_optimizer)

@@ -3,7 +3,8 @@ parsing_wsj (BPE pieces for the words, one id per tree symbol) on a few files
 of the WSJ sample goes through t2t-datagen, t2t-trainer, t2t-avg-checkpoints,
 t2t-exporter and t2t-decoder; the SavedModel, run in a fresh process, turns
 raw words into the decoder's tree symbols; attention plots label each side
-with its own vocabulary."""
+with its own vocabulary. The model has the decoder's word pointer
+(hparam word_pointer), so every command rebuilds it from the run folder."""
 import json
 import os
 import shutil
@@ -24,7 +25,8 @@ from train_helpers import (SUPPORT_DIR, TINY_HPARAMS, console_script,
 
 TRAIN_FILES = 8  # wsj_0001-0008 train, wsj_0009 dev (the sample's split)
 MAX_LENGTH = 256
-HPARAMS = TINY_HPARAMS + f",batch_size=1024,max_length={MAX_LENGTH}"
+HPARAMS = (TINY_HPARAMS + f",batch_size=1024,max_length={MAX_LENGTH},"
+           "word_pointer=true")
 # What fresh_export_client.py sends as its long text.
 LONG_TEXT = "A dog runs . " * 5000
 DECODE = "beam_size=2,alpha=0.6,extra_length=12"
@@ -77,6 +79,7 @@ def parsing_run(tmp_path_factory):
   averaged = [name for name, _ in tf.train.list_variables(
       str(output_dir / "averaged"))]
   assert any("input_embedding" in name for name in averaged), averaged
+  assert any("word_pointer" in name for name in averaged), averaged
   return data_dir, output_dir, str(export_dir / "1")
 
 
