@@ -174,15 +174,17 @@ def test_this_machine_is_described_from_cpuinfo():
   peak = precision.matmul_gflops("bfloat16", n=128, repeats=2)
   assert np.isfinite(peak) and peak > 0
   # The bfloat16 speedup is measured exactly where the flags alone would
-  # have picked bfloat16, from the peaks the fingerprint prints.
+  # have picked bfloat16.
   if device.gpus or not device.cpu_bf16_flags():
     assert device.bfloat16_speedup is None
   else:
-    peaks = precision.machine_peaks()
-    assert device.bfloat16_speedup == round(
-        peaks["bfloat16"] / peaks["float32"], 2)
+    assert 0 < device.bfloat16_speedup < 100
     assert (precision.choose("auto", device).precision == "bfloat16") == (
         device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP)
+    # The same side of the threshold when measured again.
+    again = precision.bfloat16_speedup(pairs=5)
+    assert (again >= precision.MIN_BFLOAT16_SPEEDUP) == (
+        device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP), again
 
 
 @pytest.mark.timeout(120)
