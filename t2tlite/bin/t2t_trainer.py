@@ -167,9 +167,11 @@ def _train(output_dir):
   # Names, hparams and data_dir are checked before the strategy starts and
   # the data is read (fast failures).
   problem, model, hp, data_dir, saved = _resolve_setup(output_dir)
-  choice = precision_flags.chosen("Training")
+  # The strategy first: auto's check runs TensorFlow ops, and the
+  # multi-worker runtime must be configured before the first op.
   strategy = strategy_lib.make_strategy(
       FLAGS.worker_gpu, worker_timeout_secs=FLAGS.worker_timeout_secs)
+  choice = precision_flags.chosen("Training")
   chief = strategy_lib.is_chief(strategy)
   if FLAGS.random_seed is not None:
     import keras
