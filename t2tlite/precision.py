@@ -16,11 +16,11 @@ than float32, so `auto` never picks them there.
 A CPU flag is not enough on its own: on an Intel Xeon of family 6 model 207
 whose hypervisor hides AMX, oneDNN's avx512_bf16 matmul ran at 0.6x the
 float32 one. So on a CPU with a bfloat16 flag, `describe_device` also times
-a 1024^3 matmul in both precisions (`bfloat16_speedup`, about half a
-second, once per process), and `auto` keeps float32 unless bfloat16
-measured at least `MIN_BFLOAT16_SPEEDUP` times as fast. An explicit precision is
-used as asked; if the device only emulates it, the choice carries a warning
-naming the reason and the faster precision.
+a 1024^3 matmul in both precisions (`bfloat16_speedup`, 0.3-0.4 s once
+TensorFlow runs, once per process), and `auto` keeps float32 unless
+bfloat16 measured at least `MIN_BFLOAT16_SPEEDUP` times as fast. An
+explicit precision is used as asked; if the device only emulates it, the
+choice carries a warning naming the reason and the faster precision.
 
 Weights stay float32 in every case (Keras "mixed_*" policies), so
 checkpoints do not depend on the precision a run trained in.
@@ -307,20 +307,28 @@ def describe_device():
   return dataclasses.replace(device, bfloat16_speedup=bfloat16_speedup())
 
 
-def matmul_seconds(dtype="float32", n=1024, repeats=5):
-  """Seconds of each of `repeats` n x n x n tf.matmul products in `dtype`,
-  after one warm-up, each result read back (a list)."""
+def _matmul_timer(dtype, n):
+  """A callable that times one n x n x n tf.matmul product in `dtype`
+  (seconds, the result read back), after one warm-up product."""
   import tensorflow as tf
   a = tf.random.stateless_normal([n, n], seed=[1, 2], dtype=dtype)
   b = tf.random.stateless_normal([n, n], seed=[3, 4], dtype=dtype)
   product = tf.function(lambda a, b: tf.reduce_sum(tf.matmul(a, b)[0, :1]))
   product(a, b).numpy()
-  times = []
-  for _ in range(repeats):
+
+  def seconds():
     start = time.perf_counter()
     product(a, b).numpy()
-    times.append(time.perf_counter() - start)
-  return times
+    return time.perf_counter() - start
+
+  return seconds
+
+
+def matmul_seconds(dtype="float32", n=1024, repeats=5):
+  """Seconds of each of `repeats` n x n x n tf.matmul products in `dtype`,
+  after one warm-up, each result read back (a list)."""
+  timer = _matmul_timer(dtype, n)
+  return [timer() for _ in range(repeats)]
 
 
 def bfloat16_speedup(n=1024, pairs=9):
@@ -333,19 +341,12 @@ def bfloat16_speedup(n=1024, pairs=9):
   does, and a burst of load cannot tilt the ratio the way it can tilt two
   medians taken one after the other.
   """
-  import tensorflow as tf
-  product = tf.function(lambda a, b: tf.reduce_sum(tf.matmul(a, b)[0, :1]))
-  operands = {dtype: [tf.random.stateless_normal([n, n], seed=[1, i],
-                                                 dtype=dtype) for i in (2, 3)]
-              for dtype in ("float32", "bfloat16")}
+  timers = {dtype: _matmul_timer(dtype, n)
+            for dtype in ("float32", "bfloat16")}
   fastest = {}
-  for dtype, (a, b) in operands.items():  # warm up (trace, oneDNN setup)
-    product(a, b).numpy()
   for _ in range(pairs):
-    for dtype, (a, b) in operands.items():
-      start = time.perf_counter()
-      product(a, b).numpy()
-      seconds = time.perf_counter() - start
+    for dtype, timer in timers.items():
+      seconds = timer()
       fastest[dtype] = min(seconds, fastest.get(dtype, seconds))
   return round(fastest["float32"] / fastest["bfloat16"], 2)
 

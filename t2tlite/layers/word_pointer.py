@@ -71,9 +71,7 @@ class WordPointer(keras.layers.Layer):
   def words_done(self, decoder_inputs):
     """int32 [rows, len] decoder input ids -> int32 [rows, len], the word
     tokens among them up to and including each position."""
-    ids = tf.clip_by_value(decoder_inputs, 0, len(self.word_tokens) - 1)
-    return tf.cumsum(tf.cast(tf.gather(self._tokens_table, ids), tf.int32),
-                     axis=1)
+    return tf.cumsum(self.is_word_token(decoder_inputs), axis=1)
 
   def is_word_token(self, ids):
     """int32 ids (any shape) -> int32 0/1 of the same shape."""

@@ -51,7 +51,6 @@ class Transformer(keras.Model):
     super().__init__(**kwargs)
     self.vocab_size = vocab_size
     self.target_vocab_size = target_vocab_size
-    self.word_pointer_tables = word_pointer
     self.config = c = TransformerConfig.coerce(config)
     policy = self.dtype_policy
     if target_vocab_size is not None:
@@ -345,7 +344,9 @@ class Transformer(keras.Model):
     config = super().get_config()
     config.update(vocab_size=self.vocab_size,
                   target_vocab_size=self.target_vocab_size,
-                  word_pointer=self.word_pointer_tables,
+                  word_pointer=None if self.word_pointer is None else {
+                      "word_starts": self.word_pointer.word_starts,
+                      "word_tokens": self.word_pointer.word_tokens},
                   config=self.config.to_dict())
     return config
 
