@@ -62,8 +62,8 @@ class DecodeHParams:
 
   @classmethod
   def for_problem(cls, problem_name, overrides=""):
-    """The problem's `decode_defaults` (e.g. parsing: beam 21, alpha 0.3,
-    input length + 300, as in the paper) with `overrides` applied on top."""
+    """The problem's `decode_defaults` (e.g. parsing: the paper's beam 21 and
+    input length + 300, alpha 0) with `overrides` applied on top."""
     defaults = problem_lib.decode_defaults(problem_name)
     return cls.parse(",".join(filter(None, [defaults, overrides])))
 
