@@ -92,30 +92,26 @@ wsj() {
       --save_checkpoints_secs=180 --keep_checkpoint_max=10 --random_seed=1 \
       2> "$work/wsj_train.log"
   t2t-avg-checkpoints --output_dir="$run" --n=5
+  # parse_dev NAME [t2t-decoder flags]: dev's raw linearized outputs in
+  # wsj_dev.NAME.txt, which t2t-parse-eval pairs with the gold words (and
+  # repairs if needed), and their F1 in wsj_dev.NAME.f1.txt.
+  parse_dev() {
+    local name=$1; shift
+    t2t-decoder --output_dir="$run" "$@" \
+        --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
+        --decode_to_file="$work/wsj_dev.$name.txt"
+    t2t-parse-eval --prediction="$work/wsj_dev.$name.txt" \
+        --reference="$gold" | tee "$work/wsj_dev.$name.f1.txt"
+  }
   # The problem's decoding (the paper's beam 21 and input + 300, alpha 0,
   # chosen on dev over the paper's 0.3) on the last checkpoint, constrained
-  # (the default) and not; raw linearized outputs, which t2t-parse-eval
-  # pairs with the gold words (and repairs if needed).
-  for constrained in true false; do
-    t2t-decoder --output_dir="$run" \
-        --decode_hparams="constrained=$constrained" \
-        --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
-        --decode_to_file="$work/wsj_dev.$constrained.txt"
-    t2t-parse-eval --prediction="$work/wsj_dev.$constrained.txt" \
-        --reference="$gold" | tee "$work/wsj_dev.$constrained.f1.txt"
-  done
+  # (the default) and not.
+  parse_dev true
+  parse_dev false --decode_hparams=constrained=false
   # Beside it, constrained: the average of the last 5 checkpoints, and the
   # paper's alpha 0.3.
-  t2t-decoder --output_dir="$run" --checkpoint_path="$run/averaged" \
-      --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
-      --decode_to_file="$work/wsj_dev.averaged.txt"
-  t2t-parse-eval --prediction="$work/wsj_dev.averaged.txt" \
-      --reference="$gold" | tee "$work/wsj_dev.averaged.f1.txt"
-  t2t-decoder --output_dir="$run" --decode_hparams=alpha=0.3 \
-      --decode_from_file="$data/parsing_wsj-dev.inputs.txt" \
-      --decode_to_file="$work/wsj_dev.alpha0.3.txt"
-  t2t-parse-eval --prediction="$work/wsj_dev.alpha0.3.txt" \
-      --reference="$gold" | tee "$work/wsj_dev.alpha0.3.f1.txt"
+  parse_dev averaged --checkpoint_path="$run/averaged"
+  parse_dev alpha0.3 --decode_hparams=alpha=0.3
   fingerprint | tee -a "$work/wsj_dev.true.f1.txt"
 }
 
