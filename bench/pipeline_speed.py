@@ -7,7 +7,8 @@ Reads the real training records through `Problem.dataset` (shuffling,
 length filter, bucketing, padding: exactly what t2t-trainer consumes) and
 prints one JSON line: batches/s and real (non-padding) source + target
 tokens/s, the same token count as t2t-trainer's console `tokens/s`, so the two
-compare directly.
+compare directly, and the CPU time the process spent per batch (every thread:
+the share of the cores the pipeline takes from training at that rate).
 """
 import argparse
 import json
@@ -36,17 +37,19 @@ def main():
   iterator = iter(dataset)
   next(iterator)  # start-up (file listing, first shuffle fill) not timed
   tokens = 0
-  start = time.perf_counter()
+  start, cpu_start = time.perf_counter(), time.process_time()
   for _ in range(args.batches):
     batch = next(iterator)
     tokens += int(tf.math.count_nonzero(batch["inputs"]) +
                   tf.math.count_nonzero(batch["targets"]))
   seconds = time.perf_counter() - start
+  cpu_seconds = time.process_time() - cpu_start
   print(json.dumps({
       "problem": args.problem, "hparams_set": args.hparams_set,
       "batch_size": hp.batch_size, "batches": args.batches,
       "batches_per_s": round(args.batches / seconds, 1),
       "tokens_per_s": round(tokens / seconds),
+      "cpu_ms_per_batch": round(1e3 * cpu_seconds / args.batches, 2),
       "load_average": os.getloadavg()[0],
       "machine": precision.fingerprint()}))
 

@@ -70,11 +70,19 @@ def make_example(inputs, targets):
       features=tf.train.Features(feature=feature)).SerializeToString()
 
 
+_FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64),
+             "targets": tf.io.RaggedFeature(tf.int64)}
+
+
 def parse_example(serialized):
   """tf.string [] -> {"inputs": int32 [n], "targets": int32 [m]}."""
-  spec = {"inputs": tf.io.RaggedFeature(tf.int64),
-          "targets": tf.io.RaggedFeature(tf.int64)}
-  parsed = tf.io.parse_single_example(serialized, spec)
+  parsed = tf.io.parse_single_example(serialized, _FEATURES)
+  return {k: tf.cast(v, tf.int32) for k, v in parsed.items()}
+
+
+def parse_examples(serialized):
+  """tf.string [batch] -> {"inputs", "targets"}: ragged int32 [batch, None]."""
+  parsed = tf.io.parse_example(serialized, _FEATURES)
   return {k: tf.cast(v, tf.int32) for k, v in parsed.items()}
 
 
