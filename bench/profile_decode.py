@@ -1,12 +1,14 @@
 """Where a decode_base search spends its time, by TensorFlow op type.
 
-    python bench/profile_decode.py [--mixed_precision=bfloat16] [--searches 2]
+    python bench/profile_decode.py [--mixed_precision=bfloat16] [--searches 2] [--by name]
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/profile_decode.py   # AVX2, roughly
 
 Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps)
-under the TensorFlow profiler and prints one JSON line per op type: its
-self time per search (summed over the profiler's threads, so the total can
-exceed the wall time) and its share of all op time. Idle time is left out.
+under the TensorFlow profiler and prints one JSON line per op type (with
+`--by name`, per op: its type and graph name, so that one layer's matmuls
+come apart): its self time per search (summed over the profiler's threads,
+so the total can exceed the wall time) and its share of all op time. Idle
+time is left out.
 The first line is the machine's fingerprint (`t2tlite.precision.fingerprint`,
 with ONEDNN_MAX_CPU_ISA when set).
 """
@@ -31,8 +33,9 @@ from t2tlite.train.trainer import MIXED_PRECISION
 import run as bench_run  # DECODE_BASE, random_ids, decode_search_fn
 
 
-def op_self_times(logdir):
-  """{op type: self-time microseconds} from the profile in logdir."""
+def op_self_times(logdir, by="type"):
+  """{op type (or "type name" with by="name"): self-time microseconds} from
+  the profile in logdir."""
   path = glob.glob(logdir + "/**/*.xplane.pb", recursive=True)[-1]
   data, _ = _pywrap_profiler_plugin.xspace_to_tools_data(
       [path], "framework_op_stats", {})
@@ -42,7 +45,10 @@ def op_self_times(logdir):
   for row in table["rows"]:
     cells = dict(zip(columns, [c.get("v") for c in row["c"]]))
     if cells["type"] != "IDLE":
-      totals[cells["type"]] += cells["total_self_time"]
+      key = cells["type"]
+      if by == "name":
+        key += " " + cells["operation"]
+      totals[key] += cells["total_self_time"]
   return totals
 
 
@@ -50,6 +56,9 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
   parser.add_argument("--searches", type=int, default=2)
+  parser.add_argument("--by", choices=["type", "name"], default="type",
+                      help="group op time by op type, or by op (type and "
+                      "graph name, e.g. one layer's one matmul)")
   args = parser.parse_args()
   print(f"machine: {precision.fingerprint()}", flush=True)
   hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
@@ -66,13 +75,14 @@ def main():
     for _ in range(args.searches):
       search(inputs)["outputs"].numpy()
     tf.profiler.experimental.stop()
-    totals = op_self_times(logdir)
+    totals = op_self_times(logdir, args.by)
   all_ops = sum(totals.values())
-  for op_type, micros in totals.most_common():
+  key = "op_type" if args.by == "type" else "op"
+  for op, micros in totals.most_common():
     print(json.dumps({
         "work": "profile_decode_base",
         "mixed_precision": args.mixed_precision or "float32",
-        "op_type": op_type,
+        key: op,
         "s_per_search": round(micros / 1e6 / args.searches, 3),
         "share": round(micros / all_ops, 3)}))
 
