@@ -87,8 +87,9 @@ def make_dataset(files, batch_size, max_length, training, input_context=None,
   if training:
     dataset = dataset.shuffle(shuffle_buffer, seed=seed)
   # Parsed and length-filtered _PARSE_BATCH records at a time: a function
-  # call per record (parse, then filter) took about 40% more of the CPU
-  # than this, which a small model's training steps then lack.
+  # call per record (parse, then filter) took 1.8x the CPU per batch, CPU
+  # that a small model's training steps then lack (BUILD_NOTES.md, Input
+  # pipeline speed).
   dataset = dataset.batch(_PARSE_BATCH).map(
       lambda serialized: _parse_and_filter(serialized, max_length, swap),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
