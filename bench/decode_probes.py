@@ -4,7 +4,8 @@
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/decode_probes.py   # AVX2, roughly
 
 Prints the machine's fingerprint, then one JSON line per probe, medians over
-rounds (BUILD_NOTES.md, "Decoding on an Intel Xeon"):
+rounds, the variants of a probe timed in turn (BUILD_NOTES.md, "Decoding on
+an Intel Xeon"):
 - qkv: a step's query, key and value projections, [128,512] x [512,512]
   three times, against one [128,512] x [512,1536] matmul; both as the
   decoder runs them (one-batch matmul, kernel [1, d_out, d_in],
@@ -17,25 +18,23 @@ rounds (BUILD_NOTES.md, "Decoding on an Intel Xeon"):
 """
 import argparse
 import json
-import time
+import statistics
 
-import numpy as np
 import tensorflow as tf
 
 from t2tlite import precision
 
+# Run as a script, bench/ is the first folder on the import path.
+import run as bench_run  # round_robin
 
-def median_ms(fn, args, rounds, repeats=20):
-  """Median over rounds of fn(*args)'s time, results read back."""
-  tf.nest.map_structure(lambda t: t.numpy(), fn(*args))
-  times = []
-  for _ in range(rounds):
-    start = time.perf_counter()
-    for _ in range(repeats):
-      out = fn(*args)
-    tf.nest.map_structure(lambda t: t.numpy(), out)
-    times.append((time.perf_counter() - start) / repeats)
-  return round(1e3 * float(np.median(times)), 3)
+
+def medians_ms(fns, rounds):
+  """{name: median ms of a call} of fns (name -> no-argument callable), timed
+  in turn, `rounds` rounds after one warm-up round (`run.round_robin`)."""
+  bench_run.round_robin(fns, 1)
+  times = bench_run.round_robin(fns, rounds)
+  return {name: round(1e3 * statistics.median(seconds), 3)
+          for name, seconds in times.items()}
 
 
 def qkv(rounds):
@@ -53,8 +52,8 @@ def qkv(rounds):
       "three_2d": lambda x: [tf.matmul(x, k) for k in kernels],
       "fused_2d": lambda x: tf.matmul(x, fused_kernel),
   }
-  return {name: median_ms(tf.function(fn), (x,), rounds)
-          for name, fn in variants.items()}
+  return medians_ms({name: lambda fn=tf.function(fn): fn(x)
+                     for name, fn in variants.items()}, rounds)
 
 
 def in_place_cache(rounds, positions=82, rows=1024, depth=64):
@@ -77,10 +76,10 @@ def in_place_cache(rounds, positions=82, rows=1024, depth=64):
   buffer = tf.zeros([positions * rows, depth])
   written = scatter_loop(buffer).numpy()
   assert written[0, 0] == 1 and written[-1, 0] == positions  # really written
-  return {name: round(median_ms(fn, (buffer,), rounds, repeats=1) /
-                      positions, 3)
-          for name, fn in (("scatter_ms_per_iteration", scatter_loop),
-                           ("full_copy_ms_per_iteration", copy_loop))}
+  loops = medians_ms({"scatter": lambda: scatter_loop(buffer),
+                      "full_copy": lambda: copy_loop(buffer)}, rounds)
+  return {f"{name}_ms_per_iteration": round(ms / positions, 3)
+          for name, ms in loops.items()}
 
 
 def int8_hybrid(rounds, m=128, k=512, n=2048):
@@ -102,8 +101,11 @@ def int8_hybrid(rounds, m=128, k=512, n=2048):
   exact = tf.matmul(x, w)
   error = float(tf.reduce_max(tf.abs(hybrid(x) - exact)) /
                 tf.reduce_max(tf.abs(exact)))
-  return {"int8_hybrid_ms": median_ms(hybrid, (x,), rounds, repeats=3),
-          "float32_ms": median_ms(tf.function(tf.matmul), (x, w), rounds),
+  matmul = tf.function(tf.matmul)
+  times = medians_ms({"int8_hybrid": lambda: hybrid(x),
+                      "float32": lambda: matmul(x, w)}, rounds)
+  return {"int8_hybrid_ms": times["int8_hybrid"],
+          "float32_ms": times["float32"],
           "int8_max_error_relative_to_max_output": round(error, 4)}
 
 
