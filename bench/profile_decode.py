@@ -1,6 +1,7 @@
 """Where a decode_base search spends its time, by TensorFlow op type or op.
 
-    python bench/profile_decode.py [--mixed_precision=bfloat16] [--searches 2] [--by name]
+    python bench/profile_decode.py [--mixed_precision=bfloat16] [--searches 2]
+        [--by name]
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/profile_decode.py   # AVX2, roughly
 
 Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps)

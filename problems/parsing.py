@@ -80,8 +80,8 @@ class ParsingWsj(Text2TextProblem):
   pos_tags = True
   # Section 6.3: maximum output length input length + 300 and beam 21. Alpha
   # 0 rather than the paper's 0.3: constrained, on the WSJ sample's dev
-  # split, it gave 75.5 F1 against 73.8 (fewer spurious brackets; BUILD_NOTES.md,
-  # "WSJ sample parsing"). Unconstrained, 0.3 is better there.
+  # split, it gave 75.5 F1 against 73.8 (fewer spurious brackets;
+  # BUILD_NOTES.md, "WSJ sample parsing"). Unconstrained, 0.3 is better there.
   decode_defaults = "beam_size=21,alpha=0.0,extra_length=300"
 
   def available_splits(self, tmp_dir, raw_data_dir=None):
