@@ -1,11 +1,12 @@
 """Where a decode_base search spends its time, by TensorFlow op type or op.
 
     python bench/profile_decode.py [--mixed_precision=bfloat16 | --int8]
-        [--searches 2] [--by name]
+        [--searches 2] [--by name] [--concurrent_searches N]
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/profile_decode.py   # AVX2, roughly
 
-Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps)
-under the TensorFlow profiler and prints one JSON line per op type (with
+Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps,
+concurrent searches as run.py picks them) under the TensorFlow profiler
+and prints one JSON line per op type (with
 `--by name`, per op: its type and graph name, so that one layer's matmuls
 come apart): its self time per search (summed over the profiler's threads,
 so the total can exceed the wall time) and its share of all op time. Idle
@@ -58,7 +59,12 @@ def main():
   parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
   parser.add_argument("--int8", action="store_true",
                       help="the int8 search (decode hparam int8)")
-  parser.add_argument("--searches", type=int, default=2)
+  parser.add_argument("--searches", type=int, default=2,
+                      help="profiled runs of the search")
+  parser.add_argument("--concurrent_searches", type=int, default=0,
+                      help="searches over parts of the batch side by side "
+                      "(decode hparam concurrent_searches); 0: as "
+                      "t2t-decoder picks (auto)")
   parser.add_argument("--by", choices=["type", "name"], default="type",
                       help="group op time by op type, or by op (type and "
                       "graph name, e.g. one layer's one matmul)")
@@ -71,8 +77,10 @@ def main():
       dtype=MIXED_PRECISION[args.mixed_precision])
   inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
                                 length)
-  search = bench_run.decode_search_fn(model, 4, 0.6, xla=False,
-                                      int8=args.int8)
+  search = bench_run.decode_search_fn(
+      model, 4, 0.6, xla=False, int8=args.int8,
+      concurrent_searches=bench_run.concurrent_searches(
+          args.concurrent_searches, args.int8))
   search(inputs)["outputs"].numpy()  # trace outside the profile
   with tempfile.TemporaryDirectory() as logdir:
     tf.profiler.experimental.start(logdir)

@@ -4,6 +4,7 @@
     python bench/run.py --work train_tiny [...]
     python bench/run.py --work train_small [...]
     python bench/run.py --work decode_base [--mixed_precision=bfloat16] [--xla | --int8]
+                        [--concurrent_searches N]
     python bench/run.py --work scaling [--mixed_precision=bfloat16] [--xla]
 
 Works (the same work as the published peer figures, so results compare):
@@ -20,7 +21,10 @@ Works (the same work as the published peer figures, so results compare):
   decode_base  transformer_base, beam 4, alpha 0.6, 32 sources of 32 tokens,
                exactly 32 decoding steps: EOS is never chosen (its logit is set
                to -inf by a decode_step wrapper, for the benchmark only), so
-               no hypothesis finishes early. Figure: sentences per second.
+               no hypothesis finishes early. Concurrent searches as
+               t2t-decoder picks them (decode hparam concurrent_searches,
+               auto; 1 with --xla), or --concurrent_searches.
+               Figure: sentences per second.
   scaling      train_base step time against sequence length (32..512) and
                against batch size (sentences of 32 tokens), one line each.
 
@@ -57,7 +61,7 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.decoding import decode_ids
+from t2tlite.decode.decoding import DecodeHParams, decode_ids, searches_for
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
 
@@ -258,9 +262,13 @@ class EosDisabled:
     self.model = model
     self.config = model.config
 
-  def prepare_decoding(self, inputs, max_decode_length, int8=False):
-    decode_step, cache = self.model.prepare_decoding(inputs,
-                                                     max_decode_length, int8)
+  def search_weights(self, int8=False):
+    return self.model.search_weights(int8)
+
+  def prepare_decoding(self, inputs, max_decode_length, int8=False,
+                       search_weights=None):
+    decode_step, cache = self.model.prepare_decoding(
+        inputs, max_decode_length, int8, search_weights)
 
     def eos_disabled_step(ids, step, cache):
       logits, cache = decode_step(ids, step, cache)
@@ -271,15 +279,27 @@ class EosDisabled:
     return eos_disabled_step, cache
 
 
-def decode_search_fn(model, beam_size, alpha, xla, int8=False):
+def decode_search_fn(model, beam_size, alpha, xla, int8=False,
+                     concurrent_searches=1):
   """The timed function: decode_ids over an EOS-less model, extra_length 0
   (so sources of length L give exactly L decoding steps)."""
   wrapped = EosDisabled(model)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
                                 alpha=alpha, extra_length=0,
-                                static_shapes=xla, int8=int8),
+                                static_shapes=xla, int8=int8,
+                                concurrent_searches=concurrent_searches),
       jit_compile=xla)
+
+
+def concurrent_searches(requested, int8=False, xla=False):
+  """`requested` (--concurrent_searches) if not 0, else t2t-decoder's
+  choice (`searches_for`), or 1 with XLA, whose compiled search runs as one
+  op."""
+  if xla and not requested:
+    return 1
+  return searches_for(DecodeHParams(int8=int8,
+                                    concurrent_searches=requested))
 
 
 def decode_result(args):
@@ -290,8 +310,10 @@ def decode_result(args):
                               dtype=MIXED_PRECISION[args.mixed_precision])
   rng = np.random.RandomState(args.seed)
   inputs = random_ids(rng, vocab, batch, length)
+  searches = concurrent_searches(args.concurrent_searches, args.int8,
+                                 args.xla)
   search = decode_search_fn(model, args.beam_size, args.alpha, args.xla,
-                            args.int8)
+                            args.int8, searches)
   outputs = []
 
   def step():
@@ -300,7 +322,7 @@ def decode_result(args):
   times, first = timed(step, args.steps, args.warmup)
   extra = {"batch": batch, "source_length": length, "decode_steps": length,
            "beam_size": args.beam_size, "alpha": args.alpha,
-           "int8": args.int8,
+           "int8": args.int8, "concurrent_searches": searches,
            "vocab_size": vocab,
            "sentences_per_s": round(batch / statistics.median(times), 2),
            "output_tokens_per_s": round(batch * length /
@@ -355,6 +377,10 @@ def main(argv=None):
   parser.add_argument("--int8", action="store_true",
                       help="decode: int8 matmuls in the decoder "
                       "(decode hparam int8)")
+  parser.add_argument("--concurrent_searches", type=int, default=0,
+                      help="decode: searches over parts of the batch run "
+                      "side by side (decode hparam concurrent_searches); 0: "
+                      "as t2t-decoder picks (auto)")
   parser.add_argument("--check_uncompiled", action="store_true",
                       help="decode: also compare outputs with the uncompiled "
                       "search")

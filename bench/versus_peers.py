@@ -11,7 +11,8 @@ one process per measurement, and appends one JSON line per measurement to
 `--out` (ours from bench/run.py, the peers' from the peer harness's
 run_peer.py, both tagged with the round). Decoding is compared with
 CTranslate2, the fastest decoder among the peers (float32 and int8; ours in
-float32, bfloat16 and int8, `bench/run.py --int8`);
+float32 as t2t-decoder runs it, float32 as one search (`bench/run.py
+--concurrent_searches 1`), bfloat16 and int8 (`bench/run.py --int8`));
 training with tf-models-official and PyTorch. The table is the median over rounds
 of each variant, and each of our variants divided by the best peer of the same
 precision and by the fastest peer.
@@ -34,6 +35,8 @@ BENCH = pathlib.Path(__file__).resolve().parent
 # work -> [(label, precision, command builder)]; "ours" runs bench/run.py.
 OURS = {
     "decode_base": [("t2tlite float32", "float32", []),
+                    ("t2tlite float32, one search", "float32",
+                     ["--concurrent_searches", "1"]),
                     ("t2tlite bfloat16", "bfloat16",
                      ["--mixed_precision=bfloat16"]),
                     ("t2tlite int8", "int8", ["--int8"])],

@@ -15,7 +15,10 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "beam_size (1 = greedy), alpha, extra_length, batch_size, "
                     "return_beams, constrained (false: ignore the problem's "
                     "decoding constraint), int8 (true: the decoder's matmuls "
-                    "in int8, faster on AVX2 CPUs, outputs change a little).")
+                    "in int8, faster on AVX2 CPUs, outputs change a little), "
+                    "concurrent_searches (searches over parts of a batch run "
+                    "side by side; 0: auto, 2 for a float search on a CPU "
+                    "with 2+ cores).")
 
 FLAGS = flags.FLAGS
 

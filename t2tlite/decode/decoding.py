@@ -9,6 +9,7 @@ function an exporter wraps, and batched decoding of a list of lines.
     outputs, scores = decoder.decode_lines(lines)
 """
 import dataclasses
+import os
 
 from absl import logging
 import tensorflow as tf
@@ -37,6 +38,10 @@ class DecodeHParams:
     (`t2tlite.layers.int8`): outputs change a little; faster where
     float32 matmuls are slow (AVX2; BUILD_NOTES.md, "int8 decoding").
     Not with XLA (the int8 kernel has no XLA form).
+  concurrent_searches: searches that decode one batch side by side, each
+    over a part of its sentences (`decode_ids`); 0 (auto): 2 for a float
+    search on a CPU with two or more cores, else 1 (`searches_for`).
+    Outputs are those of one search.
   """
   beam_size: int = 4
   alpha: float = 0.6
@@ -45,6 +50,7 @@ class DecodeHParams:
   return_beams: bool = False
   constrained: bool = True
   int8: bool = False
+  concurrent_searches: int = 0
 
   def __post_init__(self):
     hparams_lib.check_field_types(self, "decode hparam")
@@ -52,7 +58,7 @@ class DecodeHParams:
       if getattr(self, name) < 1:
         raise ValueError(f"decode hparam {name} must be >= 1, got "
                          f"{getattr(self, name)}")
-    for name in ("alpha", "extra_length"):
+    for name in ("alpha", "extra_length", "concurrent_searches"):
       if getattr(self, name) < 0:
         raise ValueError(f"decode hparam {name} must be >= 0, got "
                          f"{getattr(self, name)}")
@@ -105,17 +111,51 @@ def _without_padding(decode_step):
   return step
 
 
+def searches_for(hp):
+  """How many concurrent searches decode a batch: hp.concurrent_searches,
+  or when it is 0 (auto) 2 for a float search on a CPU with two or more
+  cores and 1 otherwise.
+
+  On a CPU much of a step is work too small to share between cores (the
+  attention products, the search's top-k and reorderings, the smaller
+  matmuls): two searches over half a batch each keep both cores busy
+  (BUILD_NOTES.md, "Concurrent searches"). A GPU gets 1: there one search
+  over the whole batch uses the device best. int8 gets 1: its kernel copies
+  its weights at every call, so halves would copy them twice, and no gain
+  was measured.
+  """
+  if hp.concurrent_searches:
+    return hp.concurrent_searches
+  if hp.int8 or tf.config.list_physical_devices("GPU"):
+    return 1
+  return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
+
+
+def row_parts(inputs, parts):
+  """`inputs`' rows in `parts` consecutive blocks whose sizes differ by at
+  most one (empty blocks when there are fewer rows than parts).
+
+  Args:
+    inputs: [batch, ...].
+  Returns:
+    a list of `parts` tensors [batch_i, ...], in order.
+  """
+  batch = tf.shape(inputs)[0]
+  bounds = [(i * batch) // parts for i in range(parts + 1)]
+  return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
+
+
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                return_beams=False, static_shapes=False, constraint=None,
-               int8=False):
+               int8=False, concurrent_searches=1):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
   input_signature=[tf.TensorSpec([None, None], tf.int32)].
 
   Args:
-    model: a Transformer (or anything with its prepare_decoding and
-      config).
+    model: a Transformer (or anything with its search_weights,
+      prepare_decoding and config).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
       model with learned positions reads only the first max_length.
     beam_size: 1 runs greedy search (alpha is then unused).
@@ -126,6 +166,11 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       per step, which moves less memory in graph mode.
     constraint: None, or a `constraints.DecodeConstraint` that every output
       obeys.
+    int8: see DecodeHParams.
+    concurrent_searches: independent searches over consecutive blocks of
+      the batch's rows (`row_parts`), sharing one copy of the weights. The
+      graph runs them side by side (`searches_for` says when that is
+      faster); the outputs are those of one search over the whole batch.
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -134,21 +179,32 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
-  length, limits = decode_lengths(model, inputs, extra_length)
-  decode_step, cache = model.prepare_decoding(
-      inputs, length if static_shapes else None, int8=int8)
-  step = _without_padding(decode_step)
-  if constraint is not None:
-    step, cache = constraints.constrain(step, cache, constraint, inputs,
-                                        limits)
-  if beam_size == 1:
-    outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
-    if return_beams:
-      outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
+  search_weights = model.search_weights(int8=int8)
+
+  def search(rows):
+    length, limits = decode_lengths(model, rows, extra_length)
+    decode_step, cache = model.prepare_decoding(
+        rows, length if static_shapes else None, int8=int8,
+        search_weights=search_weights)
+    step = _without_padding(decode_step)
+    if constraint is not None:
+      step, cache = constraints.constrain(step, cache, constraint, rows,
+                                          limits)
+    if beam_size == 1:
+      outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
+      if return_beams:
+        outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
+    else:
+      outputs, scores = beam_search(step, cache, beam_size, length,
+                                    alpha=alpha, return_beams=return_beams,
+                                    max_lengths=limits)
+    return outputs, scores
+
+  if concurrent_searches == 1:
+    outputs, scores = search(inputs)
   else:
-    outputs, scores = beam_search(step, cache, beam_size, length,
-                                  alpha=alpha, return_beams=return_beams,
-                                  max_lengths=limits)
+    outputs, scores = (tf.concat(parts, axis=0) for parts in zip(
+        *[search(rows) for rows in row_parts(inputs, concurrent_searches)]))
   return {"outputs": outputs, "scores": scores}
 
 
@@ -189,7 +245,8 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
   """
   result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
                       hp.alpha, hp.extra_length, hp.return_beams,
-                      constraint=constraint, int8=hp.int8)
+                      constraint=constraint, int8=hp.int8,
+                      concurrent_searches=searches_for(hp))
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.return_beams:

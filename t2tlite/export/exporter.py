@@ -17,6 +17,7 @@ natively (GPUs of compute capability >= 8.0, CPUs with avx512_bf16 or
 amx_bf16); elsewhere it is emulated and slower. Weights are stored in
 float32 either way.
 """
+import dataclasses
 import json
 import os
 import uuid
@@ -148,6 +149,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
       output_dir, checkpoint_path,
       dtype=precision_lib.KERAS_POLICY[precision])
   hp = _decode_hparams(decode_hparams, info.problem)
+  # The graph is fixed here: record the searches it runs, not "auto".
+  hp = dataclasses.replace(hp, concurrent_searches=decoding.searches_for(hp))
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))

@@ -140,7 +140,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   ids = truncate_and_end(tokens, max_input_length)
   result = decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
                                hp.extra_length, hp.return_beams,
-                               constraint=constraint, int8=hp.int8)
+                               constraint=constraint, int8=hp.int8,
+                               concurrent_searches=decoding.searches_for(hp))
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}

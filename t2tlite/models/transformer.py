@@ -227,7 +227,8 @@ class Transformer(keras.Model):
             "decoder_self": [w["self"] for w in decoder],
             "encdec": [w["encdec"] for w in decoder]}
 
-  def prepare_decoding(self, inputs, max_decode_length=None, int8=False):
+  def prepare_decoding(self, inputs, max_decode_length=None, int8=False,
+                       search_weights=None):
     """Everything a search needs: the weights cast once, the encoded inputs
     and the initial cache.
 
@@ -237,12 +238,15 @@ class Transformer(keras.Model):
         (graph mode), or an int for fixed-size caches (static shapes: XLA).
       int8: multiply the decoder layers' maps and the output projection in
         int8 (`search_weights`).
+      search_weights: `self.search_weights(int8)`, to share one copy between
+        searches; None: made here.
     Returns:
       (decode_step(ids, step, cache) -> (logits, cache): `decode_step` bound
       to the encoded inputs and the search's weights; the initial cache, for
       batch rows).
     """
-    search_weights = self.search_weights(int8=int8)
+    if search_weights is None:
+      search_weights = self.search_weights(int8=int8)
     memory = self.decoding_memory(inputs, search_weights)
     cache = self.init_cache(tf.shape(inputs)[0], max_decode_length)
     return functools.partial(self.decode_step, memory=memory,

@@ -78,6 +78,9 @@ def test_layout_metadata_and_ops(exported):
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:
     metadata = json.load(f)
   assert metadata["decode_hparams"]["beam_size"] == 2
+  # "auto" resolved on this machine: the searches the graph holds.
+  assert metadata["decode_hparams"]["concurrent_searches"] == (
+      2 if len(os.sched_getaffinity(0)) >= 2 else 1)
   assert metadata["max_input_length"] == TINY.max_length
   assert metadata["checkpoint"].endswith("ckpt-1")
   # The default export computes in float32, whatever this machine prefers.

@@ -1,0 +1,128 @@
+"""Concurrent searches (decode hparam concurrent_searches): a batch decoded
+as independent searches over blocks of its rows gives the outputs of one
+search, in order, and the graph holds the searches side by side."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode import decoding
+from t2tlite.decode.decoding import (DecodeHParams, decode_ids, row_parts,
+                                     searches_for)
+from t2tlite.decode.tree_constraint import TreeConstraint
+from t2tlite.hparams_lib import HParams
+from t2tlite.models import build_model
+
+from test_tree_constraint import (INPUT_PIECES, TARGET_PIECES, check_trees,
+                                  random_inputs)
+
+# Rows of different lengths (padding differs between the blocks' rows).
+INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
+                      [13, 1, 0, 0, 0, 0], [20, 21, 1, 0, 0, 0],
+                      [30, 31, 32, 33, 1, 0]], tf.int32)
+
+
+def test_row_parts_split_in_order_with_sizes_one_apart():
+  rows = tf.reshape(tf.range(10), [5, 2])
+  for parts, sizes in ((1, [5]), (2, [2, 3]), (3, [1, 2, 2]),
+                       (7, [0, 1, 1, 0, 1, 1, 1])):
+    blocks = row_parts(rows, parts)
+    assert [int(b.shape[0]) for b in blocks] == sizes
+    np.testing.assert_array_equal(tf.concat(blocks, 0), rows)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
+  def searcher(searches):
+    fn = tf.function(lambda x: decode_ids(
+        tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
+        return_beams=True, concurrent_searches=searches),
+                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
+
+    def run(inputs):
+      result = fn(inputs)
+      return result["outputs"].numpy(), result["scores"].numpy()
+    return run
+
+  one_ids, one_scores = searcher(1)(INPUTS)
+  assert np.count_nonzero(one_ids[:, 0, 0]) == INPUTS.shape[0]
+  two = searcher(2)
+  ids, scores = two(INPUTS)  # blocks of 2 and 3 rows
+  np.testing.assert_array_equal(ids, one_ids)
+  np.testing.assert_allclose(scores, one_scores, atol=1e-5)
+  # One row for two searches: one of them searches an empty block.
+  ids, scores = two(INPUTS[1:2])
+  np.testing.assert_array_equal(ids, one_ids[1:2])
+  np.testing.assert_allclose(scores, one_scores[1:2], atol=1e-5)
+
+
+def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
+  def loops(searches):
+    fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
+                                          extra_length=3,
+                                          concurrent_searches=searches))
+    graph = fn.get_concrete_function(INPUTS).graph
+    whiles = [op for op in graph.get_operations()
+              if op.type in ("While", "StatelessWhile")]
+    return whiles, graph
+
+  (single,), single_graph = loops(1)
+  pair, graph = loops(2)
+  assert len(pair) == 2
+  # Neither loop waits for the other: no path from one to the other.
+  first, second = pair
+
+  def upstream(op):
+    seen, todo = set(), [op]
+    while todo:
+      node = todo.pop()
+      for parent in [t.op for t in node.inputs] + list(node.control_inputs):
+        if parent.name not in seen:
+          seen.add(parent.name)
+          todo.append(parent)
+    return seen
+
+  assert first.name not in upstream(second)
+  assert second.name not in upstream(first)
+
+  # The pair shares one copy of the search's weights: the kernels' decoding
+  # layouts (transposes of 2-D weights) are made once, as for one search.
+  def kernel_transposes(graph):
+    return [op for op in graph.get_operations()
+            if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
+
+  assert kernel_transposes(single_graph)
+  assert len(kernel_transposes(graph)) == len(kernel_transposes(single_graph))
+
+
+def test_constrained_concurrent_searches_give_trees():
+  tf.keras.utils.set_random_seed(3)
+  model = build_model(HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2,
+                              dropout=0.0, max_length=64),
+                      len(TARGET_PIECES))
+  inputs, words = random_inputs(np.random.default_rng(3), batch=5, max_len=9)
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
+  outputs = {}
+  for searches in (1, 2):
+    result = decode_ids(model, inputs, beam_size=3, alpha=0.3,
+                        extra_length=4, constraint=constraint,
+                        concurrent_searches=searches)
+    check_trees(result["outputs"], words)
+    outputs[searches] = result["outputs"].numpy()
+  np.testing.assert_array_equal(outputs[2], outputs[1])
+
+
+def test_searches_for_picks_two_for_float_searches_on_two_cores(monkeypatch):
+  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
+  assert searches_for(DecodeHParams()) == 2
+  assert searches_for(DecodeHParams(int8=True)) == 1
+  assert searches_for(DecodeHParams(concurrent_searches=3)) == 3
+  assert searches_for(DecodeHParams(int8=True, concurrent_searches=2)) == 2
+  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0})
+  assert searches_for(DecodeHParams()) == 1
+
+
+def test_concurrent_searches_hparam_is_checked():
+  assert DecodeHParams.parse("concurrent_searches=2").concurrent_searches == 2
+  assert DecodeHParams().concurrent_searches == 0
+  with pytest.raises(ValueError, match="concurrent_searches must be >= 0"):
+    DecodeHParams.parse("concurrent_searches=-1")
