@@ -5,11 +5,11 @@
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/profile_decode.py   # AVX2, roughly
 
 Runs the run.py decode_base search (graph mode, EOS disabled, 32 steps,
-concurrent searches as run.py picks them) under the TensorFlow profiler
-and prints one JSON line per op type (with
-`--by name`, per op: its type and graph name, so that one layer's matmuls
-come apart): its self time per search (summed over the profiler's threads,
-so the total can exceed the wall time) and its share of all op time. Idle
+concurrent searches and intra-op threads as run.py sets them) under the
+TensorFlow profiler and prints one JSON line per op type (with `--by
+name`, per op: its type and graph name, so that one layer's matmuls come
+apart): its self time per search (summed over the profiler's threads, so
+the total can exceed the wall time) and its share of all op time. Idle
 time is left out.
 The first line is the machine's fingerprint (`t2tlite.precision.fingerprint`,
 with ONEDNN_MAX_CPU_ISA when set).
@@ -29,6 +29,7 @@ from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
 import t2tlite
 from t2tlite import precision
+from t2tlite.decode.decoding import set_search_threads
 from t2tlite.train.trainer import MIXED_PRECISION
 
 # Run as a script, bench/ is the first folder on the import path.
@@ -69,6 +70,9 @@ def main():
                       help="group op time by op type, or by op (type and "
                       "graph name, e.g. one layer's one matmul)")
   args = parser.parse_args()
+  searches = bench_run.concurrent_searches(args.concurrent_searches,
+                                           args.int8)
+  set_search_threads(searches)  # as t2t-decoder, before TensorFlow starts
   print(f"machine: {precision.fingerprint()}", flush=True)
   hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
   keras.utils.set_random_seed(1)
@@ -79,8 +83,7 @@ def main():
                                 length)
   search = bench_run.decode_search_fn(
       model, 4, 0.6, xla=False, int8=args.int8,
-      concurrent_searches=bench_run.concurrent_searches(
-          args.concurrent_searches, args.int8))
+      concurrent_searches=searches)
   search(inputs)["outputs"].numpy()  # trace outside the profile
   with tempfile.TemporaryDirectory() as logdir:
     tf.profiler.experimental.start(logdir)

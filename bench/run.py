@@ -23,7 +23,10 @@ Works (the same work as the published peer figures, so results compare):
                to -inf by a decode_step wrapper, for the benchmark only), so
                no hypothesis finishes early. Concurrent searches as
                t2t-decoder picks them (decode hparam concurrent_searches,
-               auto; 1 with --xla), or --concurrent_searches.
+               auto; 1 with --xla), or --concurrent_searches, with
+               TensorFlow's intra-op threads set as t2t-decoder sets them
+               (`decoding.set_search_threads`; the JSON line's
+               intra_op_threads, and then no peak_now).
                Figure: sentences per second.
   scaling      train_base step time against sequence length (32..512) and
                against batch size (sentences of 32 tokens), one line each.
@@ -61,7 +64,8 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.decoding import DecodeHParams, decode_ids, searches_for
+from t2tlite.decode.decoding import (DecodeHParams, decode_ids, searches_for,
+                                     set_search_threads)
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
 
@@ -192,7 +196,11 @@ def report(args, work, extra, times, first, params, flops):
   median = statistics.median(times)
   achieved = flops / median / 1e9
   peak_now = {}
-  if args.peak_now:
+  # 0: TensorFlow's own choice. Set (decode_base's concurrent searches),
+  # a matmul measured now would be one of that many threads, not the
+  # machine's peak, so none is.
+  threads = tf.config.threading.get_intra_op_parallelism_threads()
+  if args.peak_now and not threads:
     dtype = args.mixed_precision or "float32"
     # The machine is shared: the work's GFLOP/s is put beside a matmul
     # measured right after it, in the same process and dtype.
@@ -206,6 +214,7 @@ def report(args, work, extra, times, first, params, flops):
       "step_s_min": round(min(times), 4), "step_s_max": round(max(times), 4),
       "gflop_per_step": round(flops / 1e9, 1),
       "gflop_per_s": round(achieved, 1), **peak_now,
+      "intra_op_threads": threads or None,
       "steps": len(times), "warmup": args.warmup,
       "first_step_s": round(first, 2) if first is not None else None,
       "peak_rss_mb": round(peak_rss_mb(), 1), "params": params,
@@ -398,6 +407,10 @@ def main(argv=None):
   if args.int8 and (args.xla or args.work != "decode_base"):
     parser.error("--int8 is for --work decode_base without --xla (XLA has "
                  "no form of oneDNN's int8 kernel)")
+  if args.work == "decode_base":
+    # As t2t-decoder does, before TensorFlow starts.
+    set_search_threads(concurrent_searches(args.concurrent_searches,
+                                           args.int8, args.xla))
   print(f"machine: {precision.fingerprint()}", flush=True)
   if args.work in TRAIN_WORKS:
     train_result(args, args.work, *TRAIN_WORKS[args.work])

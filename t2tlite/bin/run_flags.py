@@ -17,8 +17,8 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "decoding constraint), int8 (true: the decoder's matmuls "
                     "in int8, faster on AVX2 CPUs, outputs change a little), "
                     "concurrent_searches (searches over parts of a batch run "
-                    "side by side; 0: auto, 2 for a float search on a CPU "
-                    "with 2+ cores).")
+                    "side by side; 0: auto, 2 on a CPU with 2+ cores, where "
+                    "t2t-decoder gives each cores/2 intra-op threads).")
 
 FLAGS = flags.FLAGS
 

@@ -163,6 +163,10 @@ def _run():
   if bool(FLAGS.decode_from_file) == FLAGS.decode_interactive:
     raise app.UsageError("Give exactly one of --decode_from_file and "
                          "--decode_interactive.")
+  # Before TensorFlow starts: concurrent searches run best on cores of
+  # their own (intra-op threads are fixed once TensorFlow runs).
+  decoding.set_search_threads(decoding.searches_for(
+      decoding.DecodeHParams.parse(FLAGS.decode_hparams)))
   common_flags.load_plugins()
   lines = None if FLAGS.decode_interactive else _read_input()
   decoder, problem_name, length_warning = _load()

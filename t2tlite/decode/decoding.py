@@ -39,9 +39,10 @@ class DecodeHParams:
     float32 matmuls are slow (AVX2; BUILD_NOTES.md, "int8 decoding").
     Not with XLA (the int8 kernel has no XLA form).
   concurrent_searches: searches that decode one batch side by side, each
-    over a part of its sentences (`decode_ids`); 0 (auto): 2 for a float
-    search on a CPU with two or more cores, else 1 (`searches_for`).
-    Outputs are those of one search.
+    over a part of its sentences (`decode_ids`); 0 (auto): 2 on a CPU with
+    two or more cores, else 1 (`searches_for`). float32 and bfloat16
+    outputs are those of one search (int8 ones can differ a little on CPUs
+    without VNNI, where its kernel depends on the row count).
   """
   beam_size: int = 4
   alpha: float = 0.6
@@ -111,24 +112,64 @@ def _without_padding(decode_step):
   return step
 
 
+def cpu_cores():
+  """The CPU cores this process may run on."""
+  return len(os.sched_getaffinity(0))
+
+
 def searches_for(hp):
   """How many concurrent searches decode a batch: hp.concurrent_searches,
-  or when it is 0 (auto) 2 for a float search on a CPU with two or more
-  cores and 1 otherwise.
+  or when it is 0 (auto) 2 on a CPU with two or more cores and 1 otherwise.
 
   On a CPU much of a step is work too small to share between cores (the
   attention products, the search's top-k and reorderings, the smaller
-  matmuls): two searches over half a batch each keep both cores busy
-  (BUILD_NOTES.md, "Concurrent searches"). A GPU gets 1: there one search
-  over the whole batch uses the device best. int8 gets 1: its kernel copies
-  its weights at every call, so halves would copy them twice, and no gain
-  was measured.
+  matmuls): two searches over half a batch each, each on its own core
+  (`set_search_threads`), keep both busy (BUILD_NOTES.md, "Concurrent
+  searches"). A GPU gets 1: there one search over the whole batch uses the
+  device best.
   """
   if hp.concurrent_searches:
     return hp.concurrent_searches
-  if hp.int8 or tf.config.list_physical_devices("GPU"):
+  if tf.config.list_physical_devices("GPU"):
     return 1
-  return 2 if len(os.sched_getaffinity(0)) >= 2 else 1
+  return 2 if cpu_cores() >= 2 else 1
+
+
+def threads_per_search(searches, cores=None):
+  """TensorFlow intra-op threads that give each of `searches` concurrent
+  searches its share of the CPU's `cores` (default: this process's), at
+  least one."""
+  return max(1, (cores or cpu_cores()) // searches)
+
+
+def set_search_threads(searches):
+  """For programs that decode on a CPU: gives each of `searches` concurrent
+  searches its own cores by setting TensorFlow's intra-op threads to
+  `threads_per_search(searches)` (with two searches on two cores, one
+  thread an op: the searches then run side by side without contending for
+  the same threads; BUILD_NOTES.md, "Concurrent searches").
+
+  A process-wide setting: call it before TensorFlow runs its first op.
+  It does nothing for one search, nor when TF_NUM_INTRAOP_THREADS is set
+  (the user's choice), and logs a warning if TensorFlow already started.
+
+  Returns:
+    the intra-op threads set, or None if it left them alone.
+  """
+  if searches <= 1 or os.environ.get("TF_NUM_INTRAOP_THREADS"):
+    return None
+  threads = threads_per_search(searches)
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+  except RuntimeError as error:  # TensorFlow's context already exists
+    logging.warning("%d concurrent searches keep TensorFlow's thread "
+                    "settings (%s): they are faster with %d intra-op "
+                    "thread(s), set before TensorFlow starts.", searches,
+                    error, threads)
+    return None
+  logging.info("Decoding as %d concurrent searches, %d intra-op thread(s) "
+               "an op.", searches, threads)
+  return threads
 
 
 def row_parts(inputs, parts):
@@ -170,7 +211,9 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     concurrent_searches: independent searches over consecutive blocks of
       the batch's rows (`row_parts`), sharing one copy of the weights. The
       graph runs them side by side (`searches_for` says when that is
-      faster); the outputs are those of one search over the whole batch.
+      faster, `set_search_threads` gives each its cores); the outputs are
+      those of one search over the whole batch (see DecodeHParams for
+      int8).
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is

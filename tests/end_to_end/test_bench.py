@@ -48,6 +48,14 @@ def test_train_tiny_line_and_table(tmp_path):
   assert f"| {line['tokens_per_s']:,.0f} (1) |" in row
 
 
+def without_thread_setting():
+  """This environment without the suite's TF_NUM_INTRAOP_THREADS (see
+  tests/conftest.py), which programs leave alone: so that they set the
+  threads as they would for a user."""
+  return {k: v for k, v in os.environ.items()
+          if k != "TF_NUM_INTRAOP_THREADS"}
+
+
 @pytest.mark.timeout(300)
 def test_decode_base_outputs_are_the_recorded_ones():
   """decode_base's float32 search (transformer_base, seeded weights and
@@ -58,12 +66,17 @@ def test_decode_base_outputs_are_the_recorded_ones():
   result = subprocess.run(
       [sys.executable, os.path.join(BENCH, "run.py"), "--work",
        "decode_base", "--steps", "1", "--warmup", "0", "--no_peak_now"],
-      capture_output=True, text=True, timeout=280, check=True)
+      capture_output=True, text=True, timeout=280, check=True,
+      env=without_thread_setting())
   line = json.loads([l for l in result.stdout.splitlines()
                      if l.startswith("{")][-1])
   assert line["mixed_precision"] == "float32"
-  assert line["concurrent_searches"] == (
-      2 if len(os.sched_getaffinity(0)) >= 2 else 1)
+  cores = len(os.sched_getaffinity(0))
+  assert line["concurrent_searches"] == (2 if cores >= 2 else 1)
+  # Intra-op threads set as t2t-decoder sets them (none for one search).
+  assert line["intra_op_threads"] == (cores // 2 if cores >= 2 else None)
+  assert ("intra-op thread(s)" in result.stdout.splitlines()[0]) == (
+      cores >= 2)
   assert line["outputs_checksum"] == 9657661
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from t2tlite import precision
 from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode.decoding import DecodeHParams, Decoder
+from t2tlite.decode.decoding import DecodeHParams, Decoder, cpu_cores
 
 from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
                         trained_run)
@@ -54,8 +54,13 @@ def test_return_beams_gives_n_best(trained):
 
 
 def run_decoder(*args, stdin=None):
+  # Without the suite's TF_NUM_INTRAOP_THREADS (tests/conftest.py), which
+  # t2t-decoder would leave alone: it sets the threads as for a user.
+  env = {k: v for k, v in os.environ.items()
+         if k != "TF_NUM_INTRAOP_THREADS"}
   return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
-                         *args], input=stdin, capture_output=True, text=True)
+                         *args], input=stdin, capture_output=True, text=True,
+                        env=env)
 
 
 @pytest.mark.timeout(180)
@@ -73,8 +78,14 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
   assert run.returncode == 0, run.stderr
   assert "Decoding computes in float32 (mixed_precision=float32)" in (
       run.stderr)
+  # Auto: two concurrent searches on 2+ cores, each on its share of them.
+  cores = cpu_cores()
+  threads_line = (f"Decoding as 2 concurrent searches, {cores // 2} "
+                  "intra-op thread(s) an op.")
+  assert (threads_line in run.stderr) == (cores >= 2), run.stderr
   written = target.read_text(encoding="utf-8").split("\n")
   assert written[-1] == "" and len(written) == len(lines) + 1
+  # In process: the same searches, with TensorFlow's default threads.
   hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
   expected, _ = Decoder(model, vocab, hp).decode_lines(lines, progress=False)
   assert written[:-1] == expected

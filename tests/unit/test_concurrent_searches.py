@@ -1,13 +1,16 @@
 """Concurrent searches (decode hparam concurrent_searches): a batch decoded
 as independent searches over blocks of its rows gives the outputs of one
 search, in order, and the graph holds the searches side by side."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from t2tlite.decode import decoding
 from t2tlite.decode.decoding import (DecodeHParams, decode_ids, row_parts,
-                                     searches_for)
+                                     searches_for, threads_per_search)
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
@@ -111,14 +114,51 @@ def test_constrained_concurrent_searches_give_trees():
   np.testing.assert_array_equal(outputs[2], outputs[1])
 
 
-def test_searches_for_picks_two_for_float_searches_on_two_cores(monkeypatch):
+def test_searches_for_picks_two_on_two_cores(monkeypatch):
   monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
   assert searches_for(DecodeHParams()) == 2
-  assert searches_for(DecodeHParams(int8=True)) == 1
+  assert searches_for(DecodeHParams(int8=True)) == 2
   assert searches_for(DecodeHParams(concurrent_searches=3)) == 3
-  assert searches_for(DecodeHParams(int8=True, concurrent_searches=2)) == 2
   monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0})
   assert searches_for(DecodeHParams()) == 1
+  assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
+
+
+def test_threads_per_search_share_the_cores():
+  assert threads_per_search(2, cores=2) == 1
+  assert threads_per_search(2, cores=8) == 4
+  assert threads_per_search(3, cores=8) == 2
+  assert threads_per_search(4, cores=2) == 1  # never none
+  assert threads_per_search(1, cores=6) == 6
+
+
+# (Setting them before TensorFlow starts is checked where programs do it:
+# t2t-decoder's log in test_decoder.py, decode_base's intra_op_threads in
+# test_bench.py.)
+SET_THREADS = """
+import os
+import tensorflow as tf
+from t2tlite.decode.decoding import set_search_threads
+# The user's own setting is left alone.
+os.environ["TF_NUM_INTRAOP_THREADS"] = "3"
+assert set_search_threads(2) is None
+del os.environ["TF_NUM_INTRAOP_THREADS"]
+assert set_search_threads(1) is None  # one search: TensorFlow's default
+assert tf.config.threading.get_intra_op_parallelism_threads() == 0
+tf.constant(1.0) + 1.0  # TensorFlow starts: its threads are fixed now
+assert set_search_threads(2) is None
+assert tf.config.threading.get_intra_op_parallelism_threads() == 0
+print("checked")
+"""
+
+
+@pytest.mark.timeout(120)
+def test_set_search_threads_in_a_fresh_process():
+  run = subprocess.run([sys.executable, "-c", SET_THREADS],
+                       capture_output=True, text=True, timeout=110)
+  assert run.returncode == 0, run.stderr
+  assert run.stdout.strip() == "checked"
+  assert "keep TensorFlow's thread settings" in run.stderr
 
 
 def test_concurrent_searches_hparam_is_checked():
