@@ -23,7 +23,9 @@ an Intel Xeon"):
   runs it (`t2tlite.layers.int8`), for each matmul shape of a decode_base
   step: the kernel alone on quantized inputs, and the whole int8 map
   (activations quantized per row, weights per column, the result rescaled
-  to float32) against the float32 matmul, with the largest error relative
+  to float32) with the activations first and with the weights first (the
+  layout int8 uses where the CPU has VNNI) against the float32 matmul,
+  with the largest error (activations first) relative
   to the largest output for 8-bit and 7-bit activations (without VNNI,
   AVX2's u8 x s8 pair sums saturate at 16 bits unless the activations keep
   to 7 bits).
@@ -163,14 +165,18 @@ def onednn_int8(rounds):
   for name, (m, k, n) in shapes.items():
     x = tf.random.normal([m, k])
     w = tf.random.normal([k, n], stddev=k**-0.5)
-    quantized = int8.quantize_kernel(w)
+    quantized = int8.quantize_kernel(w, weights_first=False)
+    weights_first = int8.quantize_kernel(w, weights_first=True)
     shifted, _ = int8.quantize_rows(x)
     int8_map = tf.function(int8.matmul)
     kernel_only = tf.function(int8.normalized_product)
     matmul = tf.function(tf.matmul)
-    times = medians_ms({"float32": lambda: matmul(x, w),
-                        "int8_kernel": lambda: kernel_only(shifted, quantized),
-                        "int8_map": lambda: int8_map(x, quantized)}, rounds)
+    times = medians_ms({
+        "float32": lambda: matmul(x, w),
+        "int8_kernel": lambda: kernel_only(shifted, quantized),
+        "int8_map": lambda: int8_map(x, quantized),
+        "int8_weights_first_map": lambda: int8_map(x, weights_first)},
+                       rounds)
     exact = tf.matmul(x, w)
     result.update({f"{name}_{variant}_ms": ms
                    for variant, ms in times.items()})

@@ -56,6 +56,13 @@ FINGERPRINT_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 # aborts on a bfloat16 matmul of a CPU that has them).
 ISA_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2",
                          "AVX512_CORE", "AVX512_CORE_VNNI")
+# ONEDNN_MAX_CPU_ISA values below VNNI (oneDNN then multiplies int8 with
+# AVX2's or AVX-512's multiply-add, whatever the CPU has), and those with
+# only the 256-bit AVX-VNNI.
+ISA_CAPS_WITHOUT_VNNI = ("SSE41", "AVX", "AVX2", "AVX512_CORE")
+ISA_CAPS_WITHOUT_AVX512_VNNI = ISA_CAPS_WITHOUT_VNNI + ("AVX2_VNNI",
+                                                       "AVX2_VNNI_2")
+CPU_VNNI_FLAGS = ("avx512_vnni", "avx_vnni")
 # bfloat16 must beat float32 by this much on a CPU's measured matmul for
 # auto to pick it. Seen: 0.3x (emulated, Zen 3), 0.6x (Intel, AMX hidden),
 # 1.8-2.8x (Zen 4, Zen 5): far from the threshold either way, so a noisy
@@ -289,7 +296,8 @@ def usable_cpu_flags(flags, isa_cap=""):
     flags: iterable of /proc/cpuinfo flag names.
     isa_cap: "" (unset), "ALL", or a oneDNN ISA name such as "AVX2".
   Returns:
-    frozenset: `flags` without the bfloat16 ones the cap rules out.
+    frozenset: `flags` without the bfloat16 and VNNI ones the cap rules
+    out.
   """
   flags, cap = frozenset(flags), isa_cap.upper()
   if not cap or cap == "ALL":
@@ -297,7 +305,20 @@ def usable_cpu_flags(flags, isa_cap=""):
   ruled_out = set() if "AMX" in cap else {"amx_bf16"}
   if cap in ISA_CAPS_WITHOUT_BF16:
     ruled_out.add("avx512_bf16")
+  if cap in ISA_CAPS_WITHOUT_AVX512_VNNI:
+    ruled_out.add("avx512_vnni")
+  if cap in ISA_CAPS_WITHOUT_VNNI:
+    ruled_out.add("avx_vnni")
   return flags - ruled_out
+
+
+def cpu_has_vnni():
+  """Whether oneDNN may multiply int8 with VNNI here: the CPU has AVX-512
+  VNNI or AVX-VNNI and ONEDNN_MAX_CPU_ISA does not rule them out. Reads
+  /proc/cpuinfo only (no TensorFlow op), so a graph being traced may ask."""
+  usable = usable_cpu_flags(_cpuinfo().get("flags", "").split(),
+                            os.environ.get("ONEDNN_MAX_CPU_ISA", ""))
+  return any(flag in usable for flag in CPU_VNNI_FLAGS)
 
 
 def _gpus():

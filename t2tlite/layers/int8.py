@@ -14,10 +14,23 @@ search, every 2-D kernel of the decoder layers and the output projection:
 
 The kernel scales its int32 sums back to float32; a bias of minus 64 times
 the kernel's column sums removes the shift, and the result is multiplied by
-the row and column scales. Accuracy and speed by machine: BUILD_NOTES.md,
-"int8 decoding".
+the row and column scales.
+
+On CPUs with VNNI the weights go first instead (`weights_first`): oneDNN
+copies its second operand into a blocked layout at every call, which for
+the output projection's 37,000 x 512 kernel costs more than the product.
+As the first operand the kernel stays in place: it is stored transposed
+and shifted by 128 into u8 (1..255), the activations are rounded to 63
+steps each side of zero (s8, no shift) and transposed, a bias of minus 128
+times each row's sum removes the weights' shift, and the [d_out, rows]
+result is transposed back. The integer sums are those of the other form;
+without VNNI this form is slower (AVX2's kernel for it), so it is used
+only with VNNI (`precision.cpu_has_vnni`). Accuracy and speed by machine:
+BUILD_NOTES.md, "int8 decoding".
 """
 import tensorflow as tf
+
+from t2tlite import precision
 
 ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
@@ -29,19 +42,30 @@ def int8_key(variable_path):
   return variable_path + ":int8"
 
 
-def quantize_kernel(kernel):
+def quantize_kernel(kernel, weights_first=None):
   """Quantizes a [d_in, d_out] kernel per output column.
 
   Args:
     kernel: float [d_in, d_out].
+    weights_first: lay it out as the product's first operand (see above);
+      None: where the CPU has VNNI.
   Returns:
-    {"kernel": int8 [d_in, d_out] (kernel / column max, times 127),
-    "scales": float32 [d_out] (the column maxima), "column_sums": float32
-    [d_out] (the columns of the quantized kernel summed, divided by 127)}.
+    {"scales": float32 [d_out] (the column maxima), and either
+    "weights_first": uint8 [d_out, d_in] (the transposed int8 kernel plus
+    128), or "kernel": int8 [d_in, d_out] (kernel / column max, times 127)
+    with "column_sums": float32 [d_out] (its columns summed, divided by
+    127)}.
   """
+  if weights_first is None:
+    weights_first = precision.cpu_has_vnni()
   kernel = tf.cast(kernel, tf.float32)
   scales = tf.maximum(tf.reduce_max(tf.abs(kernel), axis=0), _TINY)
   quantized = tf.cast(tf.round(kernel / scales * 127.0), tf.int8)
+  if weights_first:
+    shifted = tf.cast(tf.transpose(quantized), tf.int32) + 128
+    # uint8, not quint8: Keras layers, which pass the search's weights on,
+    # know no quantized dtypes. Bitcast at the product.
+    return {"weights_first": tf.cast(shifted, tf.uint8), "scales": scales}
   return {"kernel": quantized, "scales": scales,
           "column_sums": tf.reduce_sum(tf.cast(quantized, tf.float32),
                                        axis=0) / 127.0}
@@ -82,8 +106,41 @@ def normalized_product(shifted, quantized, bits=ACTIVATION_BITS):
       input_quant_mode="SCALED")
 
 
+def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
+  """(x / row max) @ (kernel / column max) with the kernel as the u8 x s8
+  kernel's first operand (`quantize_kernel(..., weights_first=True)`).
+
+  Args:
+    x: float [rows, d_in].
+  Returns:
+    (float32 [rows, d_out], float32 [rows, 1]: the row maxima).
+  """
+  steps = 2**(bits - 1) - 1
+  # oneDNN makes no product of zero columns (an empty batch, or the empty
+  # block of a concurrent search over fewer rows than searches): one zero
+  # row more, dropped from the result (a slice of its first axis, no copy).
+  x = tf.pad(x, [[0, 1], [0, 0]])
+  shifted, row_scales = quantize_rows(x, bits)  # the other layout's values
+  rounded = tf.cast(tf.bitcast(shifted, tf.uint8), tf.int32) - (steps + 1)
+  activations = tf.bitcast(tf.cast(tf.transpose(rounded), tf.int8),
+                           tf.qint8)
+  # SCALED mode: the int32 sums times max_a / 255 * max_b / 127, here
+  # 1 / 127 (the weights' 127 + 128 steps) times 1 / steps (the
+  # activations'); the bias, per column of the [d_out, rows] result, is
+  # minus the weights' shift times each row's sum.
+  bias = tf.cast(tf.reduce_sum(rounded, axis=1), tf.float32) * (
+      -128.0 / (127.0 * steps))
+  transposed = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+      a=tf.bitcast(quantized["weights_first"], tf.quint8), b=activations,
+      bias=bias,
+      min_a=0.0, max_a=255.0 / 127.0, min_b=-127.0 / steps,
+      max_b=127.0 / steps, min_freezed_output=-1.0, max_freezed_output=1.0,
+      Toutput=tf.float32, input_quant_mode="SCALED")
+  return tf.transpose(transposed)[:-1], row_scales[:-1]
+
+
 def matmul(x, quantized, bits=ACTIVATION_BITS):
-  """x @ kernel with the kernel from `quantize_kernel`.
+  """x @ kernel with the kernel from `quantize_kernel` (either layout).
 
   Args:
     x: float [rows, d_in].
@@ -92,6 +149,9 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
   Returns:
     [rows, d_out] in x's dtype.
   """
-  shifted, row_scales = quantize_rows(x, bits)
-  normalized = normalized_product(shifted, quantized, bits)
+  if "weights_first" in quantized:
+    normalized, row_scales = weights_first_product(x, quantized, bits)
+  else:
+    shifted, row_scales = quantize_rows(x, bits)
+    normalized = normalized_product(shifted, quantized, bits)
   return tf.cast(normalized * row_scales * quantized["scales"], x.dtype)

@@ -123,7 +123,7 @@ def test_decode_probes_time_what_they_name():
   assert set(probes["onednn_int8"]) == {
       f"{shape}_{key}" for shape in shapes
       for key in ("float32_ms", "int8_kernel_ms", "int8_map_ms",
-                  "error_8_bit", "error_7_bit")}
+                  "int8_weights_first_map_ms", "error_8_bit", "error_7_bit")}
   for shape in shapes:
     assert probes["onednn_int8"][f"{shape}_error_7_bit"] < 0.05, shape
 

@@ -58,6 +58,15 @@ def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
   np.testing.assert_allclose(scores, one_scores[1:2], atol=1e-5)
 
 
+def test_an_int8_search_over_an_empty_block(tiny_model):
+  # One row for two int8 searches (either layout of the kernels).
+  row = INPUTS[1:2]
+  one = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True)
+  two = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True,
+                   concurrent_searches=2)
+  np.testing.assert_array_equal(two["outputs"], one["outputs"])
+
+
 def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   def loops(searches):
     fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,

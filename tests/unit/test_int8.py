@@ -1,8 +1,10 @@
 """int8 decoding: the quantized product against float32, and a search whose
 decoder multiplies in int8 (decode hparam int8)."""
 import numpy as np
+import pytest
 import tensorflow as tf
 
+from t2tlite import precision
 from t2tlite.decode.decoding import DecodeHParams, decode_ids
 from t2tlite.layers import int8
 
@@ -14,16 +16,22 @@ def relative_error(approximate, exact):
   return float(np.max(np.abs(approximate - exact)) / np.max(np.abs(exact)))
 
 
-def test_quantized_product_is_close_to_float32():
+@pytest.mark.parametrize("weights_first", [False, True])
+def test_quantized_product_is_close_to_float32(weights_first):
   rng = np.random.default_rng(0)
   x = rng.standard_normal([24, 96]).astype(np.float32)
   x[3] = 0.0  # an all-zero row stays (to rounding) zero
   x[5] *= 1000.0  # rows are scaled one by one
   kernel = rng.standard_normal([96, 40]).astype(np.float32) * 0.1
   kernel[:, 7] *= 50.0  # and columns too
-  quantized = int8.quantize_kernel(tf.constant(kernel))
-  assert quantized["kernel"].dtype == tf.int8
-  assert np.abs(quantized["kernel"].numpy()).max() == 127
+  quantized = int8.quantize_kernel(tf.constant(kernel), weights_first)
+  if weights_first:  # stored [d_out, d_in], shifted by 128 into 1..255
+    stored = quantized["weights_first"].numpy()
+    assert stored.shape == (40, 96)
+    assert stored.min() == 1 and stored.max() == 255
+  else:
+    assert quantized["kernel"].dtype == tf.int8
+    assert np.abs(quantized["kernel"].numpy()).max() == 127
   product = int8.matmul(tf.constant(x), quantized).numpy()
   exact = x @ kernel
   np.testing.assert_allclose(product[3], 0.0, atol=1e-12)
@@ -31,6 +39,47 @@ def test_quantized_product_is_close_to_float32():
     assert relative_error(product[rows], exact[rows]) < 0.03
   # Not the float32 product: the int8 kernel really ran.
   assert relative_error(product, exact) > 1e-5
+
+
+def test_both_layouts_compute_the_same_integer_sums():
+  rng = np.random.default_rng(1)
+  x = tf.constant(rng.standard_normal([33, 64]).astype(np.float32))
+  kernel = tf.constant(rng.standard_normal([64, 300]).astype(np.float32))
+  first = int8.matmul(x, int8.quantize_kernel(kernel, weights_first=True))
+  second = int8.matmul(x, int8.quantize_kernel(kernel, weights_first=False))
+  # The same quantized values and integer sums; only the float32 rounding
+  # differs (each form cancels its shift, a term of a few hundred, by a
+  # float32 bias: about 1e-4 of absolute error).
+  np.testing.assert_allclose(first, second, rtol=0, atol=2e-4)
+  exact = x.numpy() @ kernel.numpy()
+  assert relative_error(first.numpy(), exact) < 0.03
+
+
+@pytest.mark.parametrize("weights_first", [False, True])
+def test_no_rows_give_no_rows(weights_first):
+  # An empty batch, or the empty block of a concurrent search.
+  quantized = int8.quantize_kernel(tf.random.normal([16, 8]), weights_first)
+  product = tf.function(int8.matmul)(tf.zeros([0, 16]), quantized)
+  assert product.shape == (0, 8)
+
+
+def test_weights_go_first_where_the_cpu_has_vnni(monkeypatch):
+  monkeypatch.setattr(precision, "_cpuinfo",
+                      lambda: {"flags": "avx2 avx512f avx512_vnni"})
+  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+  assert precision.cpu_has_vnni()
+  assert "weights_first" in int8.quantize_kernel(tf.ones([4, 3]))
+  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # oneDNN capped below
+  assert not precision.cpu_has_vnni()
+  assert "kernel" in int8.quantize_kernel(tf.ones([4, 3]))
+  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2_VNNI")
+  assert not precision.cpu_has_vnni()  # the CPU has no AVX-VNNI
+  monkeypatch.setattr(precision, "_cpuinfo",
+                      lambda: {"flags": "avx2 avx_vnni"})
+  assert precision.cpu_has_vnni()
+  monkeypatch.setattr(precision, "_cpuinfo", lambda: {"flags": "avx2 fma"})
+  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+  assert not precision.cpu_has_vnni()
 
 
 def test_quantized_product_keeps_the_input_dtype():
