@@ -246,8 +246,16 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   if concurrent_searches == 1:
     outputs, scores = search(inputs)
   else:
+    # Traced once, called once a block: independent calls, which the
+    # runtime inlines and runs side by side.
+    # (Without AutoGraph: the searches' loops are tf.while_loops already.)
+    block_search = tf.function(
+        search, autograph=False,
+        input_signature=[tf.TensorSpec([None] + inputs.shape[1:],
+                                       inputs.dtype)])
     outputs, scores = (tf.concat(parts, axis=0) for parts in zip(
-        *[search(rows) for rows in row_parts(inputs, concurrent_searches)]))
+        *[block_search(rows)
+          for rows in row_parts(inputs, concurrent_searches)]))
   return {"outputs": outputs, "scores": scores}
 
 

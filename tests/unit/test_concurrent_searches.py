@@ -68,20 +68,27 @@ def test_an_int8_search_over_an_empty_block(tiny_model):
 
 
 def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
-  def loops(searches):
+  def traced(searches):
     fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
                                           extra_length=3,
                                           concurrent_searches=searches))
-    graph = fn.get_concrete_function(INPUTS).graph
-    whiles = [op for op in graph.get_operations()
-              if op.type in ("While", "StatelessWhile")]
-    return whiles, graph
+    return fn.get_concrete_function(INPUTS).graph
 
-  (single,), single_graph = loops(1)
-  pair, graph = loops(2)
-  assert len(pair) == 2
-  # Neither loop waits for the other: no path from one to the other.
-  first, second = pair
+  def ops_of_type(graph, *types):
+    return [op for op in graph.get_operations() if op.type in types]
+
+  single_graph, graph = traced(1), traced(2)
+  assert len(ops_of_type(single_graph, "While", "StatelessWhile")) == 1
+  # Two calls of one search function (traced once), each holding the loop.
+  calls = ops_of_type(graph, "PartitionedCall", "StatefulPartitionedCall")
+  assert len(calls) == 2
+  names = {call.get_attr("f").name for call in calls}
+  assert len(names) == 1
+  library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+  assert any(node.op in ("While", "StatelessWhile")
+             for node in library[names.pop()].node_def)
+  # Neither call waits for the other: no path from one to the other.
+  first, second = calls
 
   def upstream(op):
     seen, todo = set(), [op]
@@ -99,8 +106,8 @@ def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   # The pair shares one copy of the search's weights: the kernels' decoding
   # layouts (transposes of 2-D weights) are made once, as for one search.
   def kernel_transposes(graph):
-    return [op for op in graph.get_operations()
-            if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
+    return [op for op in ops_of_type(graph, "Transpose")
+            if op.inputs[0].shape.rank == 2]
 
   assert kernel_transposes(single_graph)
   assert len(kernel_transposes(graph)) == len(kernel_transposes(single_graph))
