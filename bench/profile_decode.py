@@ -70,8 +70,7 @@ def main():
                       help="group op time by op type, or by op (type and "
                       "graph name, e.g. one layer's one matmul)")
   args = parser.parse_args()
-  searches = bench_run.concurrent_searches(args.concurrent_searches,
-                                           args.int8)
+  searches = bench_run.concurrent_searches(args.concurrent_searches)
   set_search_threads(searches)  # as t2t-decoder, before TensorFlow starts
   print(f"machine: {precision.fingerprint()}", flush=True)
   hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE

@@ -301,14 +301,13 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
       jit_compile=xla)
 
 
-def concurrent_searches(requested, int8=False, xla=False):
+def concurrent_searches(requested, xla=False):
   """`requested` (--concurrent_searches) if not 0, else t2t-decoder's
   choice (`searches_for`), or 1 with XLA, whose compiled search runs as one
   op."""
   if xla and not requested:
     return 1
-  return searches_for(DecodeHParams(int8=int8,
-                                    concurrent_searches=requested))
+  return searches_for(DecodeHParams(concurrent_searches=requested))
 
 
 def decode_result(args):
@@ -319,8 +318,7 @@ def decode_result(args):
                               dtype=MIXED_PRECISION[args.mixed_precision])
   rng = np.random.RandomState(args.seed)
   inputs = random_ids(rng, vocab, batch, length)
-  searches = concurrent_searches(args.concurrent_searches, args.int8,
-                                 args.xla)
+  searches = concurrent_searches(args.concurrent_searches, args.xla)
   search = decode_search_fn(model, args.beam_size, args.alpha, args.xla,
                             args.int8, searches)
   outputs = []
@@ -410,7 +408,7 @@ def main(argv=None):
   if args.work == "decode_base":
     # As t2t-decoder does, before TensorFlow starts.
     set_search_threads(concurrent_searches(args.concurrent_searches,
-                                           args.int8, args.xla))
+                                           args.xla))
   print(f"machine: {precision.fingerprint()}", flush=True)
   if args.work in TRAIN_WORKS:
     train_result(args, args.work, *TRAIN_WORKS[args.work])

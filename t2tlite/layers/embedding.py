@@ -79,7 +79,7 @@ class SharedEmbedding(keras.layers.Layer):
     """Adds to `search_weights` the output kernel ([d_model, vocab])
     quantized for `int8.matmul`, which `logits` then uses."""
     search_weights[int8.int8_key(self._output_kernel_key)] = (
-        int8.quantize_kernel(tf.transpose(self.embeddings)))
+        int8.quantize_kernel(self.embeddings, transposed=True))
 
   def get_config(self):
     config = super().get_config()

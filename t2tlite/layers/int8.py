@@ -42,11 +42,12 @@ def int8_key(variable_path):
   return variable_path + ":int8"
 
 
-def quantize_kernel(kernel, weights_first=None):
+def quantize_kernel(kernel, weights_first=None, transposed=False):
   """Quantizes a [d_in, d_out] kernel per output column.
 
   Args:
-    kernel: float [d_in, d_out].
+    kernel: float [d_in, d_out], or [d_out, d_in] with `transposed` (a
+      tied embedding table: no transpose for the weights-first layout).
     weights_first: lay it out as the product's first operand (see above);
       None: where the CPU has VNNI.
   Returns:
@@ -58,13 +59,19 @@ def quantize_kernel(kernel, weights_first=None):
   """
   if weights_first is None:
     weights_first = precision.cpu_has_vnni()
+  # Work on [d_out, d_in] (rows = output columns) for the weights-first
+  # layout, on [d_in, d_out] for the other.
+  if transposed != weights_first:
+    kernel = tf.transpose(kernel)
   kernel = tf.cast(kernel, tf.float32)
-  scales = tf.maximum(tf.reduce_max(tf.abs(kernel), axis=0), _TINY)
-  quantized = tf.cast(tf.round(kernel / scales * 127.0), tf.int8)
+  d_in_axis = 1 if weights_first else 0
+  scales = tf.maximum(tf.reduce_max(tf.abs(kernel), axis=d_in_axis), _TINY)
+  per_column = scales[:, tf.newaxis] if weights_first else scales
+  quantized = tf.cast(tf.round(kernel / per_column * 127.0), tf.int8)
   if weights_first:
-    shifted = tf.cast(tf.transpose(quantized), tf.int32) + 128
     # uint8, not quint8: Keras layers, which pass the search's weights on,
     # know no quantized dtypes. Bitcast at the product.
+    shifted = tf.cast(quantized, tf.int32) + 128
     return {"weights_first": tf.cast(shifted, tf.uint8), "scales": scales}
   return {"kernel": quantized, "scales": scales,
           "column_sums": tf.reduce_sum(tf.cast(quantized, tf.float32),

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from train_helpers import user_env
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 BENCH = os.path.join(REPO, "bench")
@@ -48,14 +50,6 @@ def test_train_tiny_line_and_table(tmp_path):
   assert f"| {line['tokens_per_s']:,.0f} (1) |" in row
 
 
-def without_thread_setting():
-  """This environment without the suite's TF_NUM_INTRAOP_THREADS (see
-  tests/conftest.py), which programs leave alone: so that they set the
-  threads as they would for a user."""
-  return {k: v for k, v in os.environ.items()
-          if k != "TF_NUM_INTRAOP_THREADS"}
-
-
 @pytest.mark.timeout(300)
 def test_decode_base_outputs_are_the_recorded_ones():
   """decode_base's float32 search (transformer_base, seeded weights and
@@ -67,7 +61,7 @@ def test_decode_base_outputs_are_the_recorded_ones():
       [sys.executable, os.path.join(BENCH, "run.py"), "--work",
        "decode_base", "--steps", "1", "--warmup", "0", "--no_peak_now"],
       capture_output=True, text=True, timeout=280, check=True,
-      env=without_thread_setting())
+      env=user_env())
   line = json.loads([l for l in result.stdout.splitlines()
                      if l.startswith("{")][-1])
   assert line["mixed_precision"] == "float32"

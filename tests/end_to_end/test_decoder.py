@@ -11,6 +11,7 @@ from t2tlite.decode.decoding import DecodeHParams, Decoder, cpu_cores
 
 from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
                         trained_run)
+from train_helpers import user_env
 
 pytestmark = needs_multi30k
 
@@ -54,13 +55,9 @@ def test_return_beams_gives_n_best(trained):
 
 
 def run_decoder(*args, stdin=None):
-  # Without the suite's TF_NUM_INTRAOP_THREADS (tests/conftest.py), which
-  # t2t-decoder would leave alone: it sets the threads as for a user.
-  env = {k: v for k, v in os.environ.items()
-         if k != "TF_NUM_INTRAOP_THREADS"}
   return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
                          *args], input=stdin, capture_output=True, text=True,
-                        env=env)
+                        env=user_env())
 
 
 @pytest.mark.timeout(180)

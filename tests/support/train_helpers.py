@@ -75,6 +75,14 @@ def console_script(name):
   return path if os.path.exists(path) else name
 
 
+def user_env():
+  """This environment without the suite's TF_NUM_INTRAOP_THREADS
+  (tests/conftest.py), which t2t-decoder and bench/run.py leave alone: so
+  that they set TensorFlow's threads as they would for a user."""
+  return {k: v for k, v in os.environ.items()
+          if k != "TF_NUM_INTRAOP_THREADS"}
+
+
 @contextlib.contextmanager
 def processes():
   """Yields a list to append Popen objects to; kills the live ones on exit."""
