@@ -64,7 +64,8 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.decoding import (DecodeHParams, decode_ids, searches_for,
+from t2tlite.decode.decoding import (DecodeHParams, decode_ids,
+                                     fixed_search_weights, searches_for,
                                      set_search_threads)
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
@@ -271,8 +272,8 @@ class EosDisabled:
     self.model = model
     self.config = model.config
 
-  def search_weights(self, int8=False):
-    return self.model.search_weights(int8)
+  def search_weights(self, int8=False, keep_variables=False):
+    return self.model.search_weights(int8, keep_variables)
 
   def prepare_decoding(self, inputs, max_decode_length, int8=False,
                        search_weights=None):
@@ -291,13 +292,16 @@ class EosDisabled:
 def decode_search_fn(model, beam_size, alpha, xla, int8=False,
                      concurrent_searches=1):
   """The timed function: decode_ids over an EOS-less model, extra_length 0
-  (so sources of length L give exactly L decoding steps)."""
+  (so sources of length L give exactly L decoding steps), with the search's
+  weights made once, as t2t-decoder's Decoder makes them."""
   wrapped = EosDisabled(model)
+  weights = fixed_search_weights(wrapped, int8)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
                                 alpha=alpha, extra_length=0,
                                 static_shapes=xla, int8=int8,
-                                concurrent_searches=concurrent_searches),
+                                concurrent_searches=concurrent_searches,
+                                search_weights=weights),
       jit_compile=xla)
 
 

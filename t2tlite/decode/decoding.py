@@ -186,9 +186,29 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
+def fixed_search_weights(model, int8=False):
+  """The weights a search reads (`model.search_weights`), made once, now,
+  for all later searches of a model whose weights no longer change (a
+  decoder or an export of a checkpoint): `decode_ids` then skips making
+  them at every call, which costs 40-200 ms a batch for transformer_base
+  (the output projection's layout, the int8 quantization; BUILD_NOTES.md,
+  "Search weights made once").
+
+  Runs eagerly, even when called while tracing. Weights already in the
+  compute dtype stay the model's tf.Variables (no second copy); the others
+  (casts, layouts, quantized kernels) are tensors made here.
+
+  Returns:
+    {key: tf.Variable, tensor, or a dict of tensors (an int8 kernel)}, as
+    `decode_ids`'s search_weights.
+  """
+  with tf.init_scope():
+    return model.search_weights(int8=int8, keep_variables=True)
+
+
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                return_beams=False, static_shapes=False, constraint=None,
-               int8=False, concurrent_searches=1):
+               int8=False, concurrent_searches=1, search_weights=None):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -214,6 +234,9 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       faster, `set_search_threads` gives each its cores); the outputs are
       those of one search over the whole batch (see DecodeHParams for
       int8).
+    search_weights: None (made in the graph, at every call), or
+      `fixed_search_weights(model, int8)` of the same int8 setting, made
+      once.
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -222,7 +245,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
-  search_weights = model.search_weights(int8=int8)
+  if search_weights is None:
+    search_weights = model.search_weights(int8=int8)
 
   def search(rows):
     length, limits = decode_lengths(model, rows, extra_length)
@@ -281,7 +305,7 @@ def encode_inputs(vocab, strings):
 
 
 def decode_strings(model, vocab, strings, hp, target_vocab=None,
-                   constraint=None):
+                   constraint=None, search_weights=None):
   """Text in, text out, all in graph (tensorflow-text tokenizer).
 
   Args:
@@ -290,6 +314,7 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     hp: DecodeHParams (batch_size is not used here).
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
     constraint: None, or a `constraints.DecodeConstraint` (`decode_ids`).
+    search_weights: None, or `fixed_search_weights(model, hp.int8)`.
   Returns:
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
@@ -297,7 +322,8 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
   result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
                       hp.alpha, hp.extra_length, hp.return_beams,
                       constraint=constraint, int8=hp.int8,
-                      concurrent_searches=searches_for(hp))
+                      concurrent_searches=searches_for(hp),
+                      search_weights=search_weights)
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.return_beams:
@@ -316,7 +342,9 @@ class Decoder:
   """A model and its vocabularies with a traced text-to-text search.
 
   The tf.function takes tf.string [None], so batches of any size and length
-  reuse one graph. (Not XLA-compiled: the tensorflow-text tokenizer ops have
+  reuse one graph, and the search's weights are made once, here
+  (`fixed_search_weights`): a Decoder decodes with the weights the model
+  had when it was made. (Not XLA-compiled: the tensorflow-text tokenizer ops have
   no XLA kernels; `decode_ids` alone compiles.)
 
   Args:
@@ -332,9 +360,11 @@ class Decoder:
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
+    weights = fixed_search_weights(model, hp.int8)
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
-                                       self.target_vocab, constraint),
+                                       self.target_vocab, constraint,
+                                       weights),
         input_signature=[tf.TensorSpec([None], tf.string)])
 
   def decode_batch(self, strings):

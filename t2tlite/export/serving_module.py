@@ -90,7 +90,8 @@ class _TruncatingVocab:
 
 
 def translate_text(model, vocab, hp, max_input_length, inputs,
-                   target_vocab=None, constraint=None, postprocess=None):
+                   target_vocab=None, constraint=None, postprocess=None,
+                   search_weights=None):
   """Text in, text out (the serving_default signature).
 
   Args:
@@ -101,13 +102,15 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
     constraint: None, or a DecodeConstraint the outputs obey.
     postprocess: None, or callable(outputs tf.string [n], inputs tf.string
       [n]) -> tf.string [n] applied to the decoded text (every beam).
+    search_weights: None, or the search's weights made once
+      (`decoding.fixed_search_weights`).
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
   result = decoding.decode_strings(model, truncating, text, hp, target_vocab,
-                                   constraint)
+                                   constraint, search_weights)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
@@ -124,7 +127,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
 
 
 def translate_ids(model, vocab_size, hp, max_input_length, inputs,
-                  constraint=None):
+                  constraint=None, search_weights=None):
   """Ids in, ids out (the translate_ids signature).
 
   Args:
@@ -132,6 +135,7 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
     (others as in `translate_text`; vocab_size: the input vocabulary's,
     ids at or above it are UNK)
     constraint: None, or a DecodeConstraint the outputs obey.
+    search_weights: None, or `decoding.fixed_search_weights`'s.
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
@@ -141,7 +145,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   result = decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
                                hp.extra_length, hp.return_beams,
                                constraint=constraint, int8=hp.int8,
-                               concurrent_searches=decoding.searches_for(hp))
+                               concurrent_searches=decoding.searches_for(hp),
+                               search_weights=search_weights)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -155,7 +160,11 @@ class ServingModule(tf.Module):
   tf.Variables under its Keras variables are tracked in `model_weights`.
   (Tracking the Keras variables instead saves a second, copied variable for
   each, which TF1-style loaders such as TF Serving and saved_model_cli never
-  restore: "Could not find variable ...".)
+  restore: "Could not find variable ...".) The search's weights that are
+  not model variables (the output projection's decoding layout, int8
+  kernels, casts: `decoding.fixed_search_weights`) are made once, here, and
+  saved as variables in `search_weights`, so that a served request does not
+  make them again.
 
   Args:
     model: a trained Transformer.
@@ -178,6 +187,13 @@ class ServingModule(tf.Module):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
                           in run_dir.model_variables(model).items()}
+    fixed = decoding.fixed_search_weights(model, hp.int8)
+    self.search_weights = {
+        key: tf.nest.map_structure(
+            lambda t: tf.Variable(t, trainable=False), value)
+        for key, value in fixed.items()
+        if not isinstance(value, tf.Variable)}
+    weights = {**fixed, **self.search_weights}
     self.vocab = vocab
     self.target_vocab = target_vocab or vocab
     self.max_input_length = int(max_input_length or model.config.max_length)
@@ -188,11 +204,11 @@ class ServingModule(tf.Module):
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,
-                                      postprocess),
+                                      postprocess, weights),
         input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)])
     self.translate_ids = tf.function(
         lambda inputs: translate_ids(model, vocab.size, hp, length, inputs,
-                                     constraint),
+                                     constraint, weights),
         input_signature=[tf.TensorSpec([None, None], tf.int32,
                                        name=INPUT_KEY)])
 

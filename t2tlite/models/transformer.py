@@ -253,7 +253,7 @@ class Transformer(keras.Model):
                              growing=max_decode_length is None,
                              search_weights=search_weights), cache
 
-  def search_weights(self, int8=False):
+  def search_weights(self, int8=False, keep_variables=False):
     """{variable.path: the weight in the compute dtype}, the output
     projection's kernel laid out for decoding (`SharedEmbedding.
     add_output_kernel`) and, in float32, the decoder layers' kernels laid out
@@ -264,9 +264,19 @@ class Transformer(keras.Model):
     With int8, the decoder layers' kernels and the output projection
     quantized instead (`linear.add_int8_kernels`, `SharedEmbedding.
     add_int8_output_kernel`): the search then multiplies them in int8
-    (`t2tlite.layers.int8`), the encoder staying in the compute dtype."""
+    (`t2tlite.layers.int8`), the encoder staying in the compute dtype.
+
+    keep_variables: a weight already in the compute dtype stays the
+    tf.Variable itself rather than a read of it (for weights made once and
+    kept: `decoding.fixed_search_weights`)."""
     dtype = self.compute_dtype
-    weights = {v.path: tf.cast(v, dtype) for v in self.weights}
+
+    def read(variable):
+      if keep_variables and variable.dtype == dtype:
+        return variable.value
+      return tf.cast(variable, dtype)
+
+    weights = {v.path: read(v) for v in self.weights}
     if int8:
       self.embedding.add_int8_output_kernel(weights)
       add_int8_kernels(weights, self.decoder_layers)

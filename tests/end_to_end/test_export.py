@@ -90,6 +90,12 @@ def test_layout_metadata_and_ops(exported):
   assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & ops
   assert not [op for op in ops if op.startswith("Xla")]
   assert ops - set(dir(tf.raw_ops)) == TF_TEXT_OPS
+  # The search's weights are saved made (the output projection's decoding
+  # layout among them), not made again at each request.
+  saved = [name for name, _ in tf.train.list_variables(
+      os.path.join(path, "variables", "variables"))]
+  assert [name for name in saved if name.startswith("search_weights/")
+          and "output_kernel" in name]
 
 
 def test_check_serving_ops_rejects_py_function(tmp_path):
@@ -186,6 +192,9 @@ def test_int8_variant_exports_and_runs(exported, tmp_path):
     assert json.load(f)["decode_hparams"]["int8"] is True
   ops = exporter.check_serving_ops(path)
   assert "QuantizedMatMulWithBiasAndDequantize" in ops
+  # Kernels are quantized (rounded) at export, activations (truncated) at
+  # each product: no request quantizes the kernels again.
+  assert "Round" not in ops
   result, (expected, expected_scores) = decoded_by_fresh_client(
       path, model, vocab, tmp_path, decode)
   # The same int8 search as the in-process decoder with int8=true.

@@ -1,0 +1,82 @@
+"""A search's weights made once (`decoding.fixed_search_weights`): the
+outputs of weights made at every call, the model's variables not copied, and
+nothing of the weights made again in the traced search."""
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode.decoding import decode_ids, fixed_search_weights
+from t2tlite.hparams_lib import HParams
+from t2tlite.models import build_model
+
+INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
+                      [13, 1, 0, 0, 0, 0]], tf.int32)
+
+
+def searcher(model, int8, searches, search_weights=None):
+  return tf.function(lambda x: decode_ids(
+      model, x, beam_size=2, extra_length=5, return_beams=True, int8=int8,
+      concurrent_searches=searches, search_weights=search_weights))
+
+
+@pytest.mark.parametrize("int8", [False, True])
+@pytest.mark.parametrize("searches", [1, 2])
+def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
+    tiny_model, int8, searches):
+  expected = searcher(tiny_model, int8, searches)(INPUTS)
+  fixed = searcher(tiny_model, int8, searches,
+                   fixed_search_weights(tiny_model, int8))
+  for _ in range(2):  # and again: the weights are read, not used up
+    result = fixed(INPUTS)
+    np.testing.assert_array_equal(result["outputs"], expected["outputs"])
+    np.testing.assert_allclose(result["scores"], expected["scores"],
+                               atol=1e-6)
+
+
+def test_weights_in_the_compute_dtype_stay_the_variables(tiny_model):
+  fixed = fixed_search_weights(tiny_model)
+  for variable in tiny_model.weights:
+    assert fixed[variable.path] is variable.value
+  derived = [key for key in fixed if key.endswith(":decoding_kernel")]
+  assert derived and not isinstance(fixed[derived[0]], tf.Variable)
+
+
+def test_bfloat16_casts_are_made_once():
+  keras.utils.set_random_seed(1)
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               max_length=16)
+  model = build_model(hp, vocab_size=30, dtype="mixed_bfloat16")
+  fixed = fixed_search_weights(model)
+  assert {fixed[v.path].dtype for v in model.weights} == {tf.bfloat16}
+  assert not any(isinstance(fixed[v.path], tf.Variable)
+                 for v in model.weights)
+
+
+def graph_ops(graph):
+  """Op types of a traced graph and of every function it calls."""
+  ops = {op.type for op in graph.get_operations()}
+  for function in graph.as_graph_def().library.function:
+    ops |= {node.op for node in function.node_def}
+  return ops
+
+
+def weight_transposes(graph):
+  return [op for op in graph.get_operations()
+          if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
+
+
+@pytest.mark.parametrize("searches", [1, 2])
+def test_the_traced_search_does_not_make_the_weights(tiny_model, searches):
+  def graph(int8, weights):
+    fn = searcher(tiny_model, int8, searches, weights)
+    return fn.get_concrete_function(INPUTS).graph
+
+  # float32: the decoding layouts are transposes of 2-D weights.
+  assert weight_transposes(graph(False, None))
+  assert not weight_transposes(
+      graph(False, fixed_search_weights(tiny_model)))
+  # int8: the kernels are rounded to int8 (activations are truncated).
+  assert "Round" in graph_ops(graph(True, None))
+  assert "Round" not in graph_ops(
+      graph(True, fixed_search_weights(tiny_model, int8=True)))
