@@ -26,7 +26,9 @@ Works (the same work as the published peer figures, so results compare):
                auto; 1 with --xla), or --concurrent_searches, with
                TensorFlow's intra-op threads set as t2t-decoder sets them
                (`decoding.set_search_threads`; the JSON line's
-               intra_op_threads, and then no peak_now).
+               intra_op_threads, and then no peak_now). The search's
+               weights are made once, before the timed runs, as
+               t2t-decoder makes them (`decoding.fixed_search_weights`).
                Figure: sentences per second.
   scaling      train_base step time against sequence length (32..512) and
                against batch size (sentences of 32 tokens), one line each.
