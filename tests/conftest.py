@@ -17,6 +17,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 from corpora import MULTI30K_TRAIN_LINES, read_lines, shared_corpus, write_lines
 
+# Files that take minutes (real-data training, the quick start, worker
+# faults), longest first. Workers take whole files (pytest.ini), and a file
+# of minutes taken last keeps one worker busy while the other idles; so
+# these go first, and pytest.ini turns off pytest-xdist's own reordering
+# (files with the most tests first, which put these single-test files last).
+LONG_FILES = ("test_parsing_real_data.py", "test_quickstart.py",
+              "test_faults.py", "test_real_data.py", "test_real_data_fr.py")
+
+
+def pytest_collection_modifyitems(config, items):
+  def rank(item):
+    name = item.path.name
+    return LONG_FILES.index(name) if name in LONG_FILES else len(LONG_FILES)
+  items.sort(key=rank)  # stable: the other files keep their order
+
 
 @pytest.fixture(scope="session", autouse=True)
 def own_speedup_cache(tmp_path_factory):
