@@ -187,13 +187,6 @@ class ServingModule(tf.Module):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
                           in run_dir.model_variables(model).items()}
-    fixed = decoding.fixed_search_weights(model, hp.int8)
-    self.search_weights = {
-        key: tf.nest.map_structure(
-            lambda t: tf.Variable(t, trainable=False), value)
-        for key, value in fixed.items()
-        if not isinstance(value, tf.Variable)}
-    weights = {**fixed, **self.search_weights}
     self.vocab = vocab
     self.target_vocab = target_vocab or vocab
     self.max_input_length = int(max_input_length or model.config.max_length)
@@ -201,6 +194,13 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
+    fixed = decoding.fixed_search_weights(model, hp.int8)
+    self.search_weights = {
+        key: tf.nest.map_structure(
+            lambda t: tf.Variable(t, trainable=False), value)
+        for key, value in fixed.items()
+        if not isinstance(value, tf.Variable)}
+    weights = {**fixed, **self.search_weights}
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,

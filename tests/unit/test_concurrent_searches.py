@@ -67,6 +67,13 @@ def test_an_int8_search_over_an_empty_block(tiny_model):
   np.testing.assert_array_equal(two["outputs"], one["outputs"])
 
 
+def weight_transposes(graph):
+  """Transposes of 2-D tensors in `graph`: the decoding layouts of kernels
+  (`linear.add_decoding_kernels`), when the search makes its weights."""
+  return [op for op in graph.get_operations()
+          if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
+
+
 def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   def traced(searches):
     fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
@@ -105,12 +112,8 @@ def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
 
   # The pair shares one copy of the search's weights: the kernels' decoding
   # layouts (transposes of 2-D weights) are made once, as for one search.
-  def kernel_transposes(graph):
-    return [op for op in ops_of_type(graph, "Transpose")
-            if op.inputs[0].shape.rank == 2]
-
-  assert kernel_transposes(single_graph)
-  assert len(kernel_transposes(graph)) == len(kernel_transposes(single_graph))
+  assert weight_transposes(single_graph)
+  assert len(weight_transposes(graph)) == len(weight_transposes(single_graph))
 
 
 def test_constrained_concurrent_searches_give_trees():

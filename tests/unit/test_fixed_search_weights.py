@@ -10,6 +10,8 @@ from t2tlite.decode.decoding import decode_ids, fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
+from test_concurrent_searches import weight_transposes
+
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
                       [13, 1, 0, 0, 0, 0]], tf.int32)
 
@@ -58,11 +60,6 @@ def graph_ops(graph):
   for function in graph.as_graph_def().library.function:
     ops |= {node.op for node in function.node_def}
   return ops
-
-
-def weight_transposes(graph):
-  return [op for op in graph.get_operations()
-          if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
 
 
 def test_the_traced_search_does_not_make_the_weights(tiny_model):
