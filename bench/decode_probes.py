@@ -1,4 +1,4 @@
-"""Timings behind decoding ideas that were measured and not kept.
+"""Timings behind decoding ideas, kept or not.
 
     python bench/decode_probes.py [--rounds 15]
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/decode_probes.py   # AVX2, roughly
@@ -29,14 +29,24 @@ an Intel Xeon"):
   to the largest output for 8-bit and 7-bit activations (without VNNI,
   AVX2's u8 x s8 pair sums saturate at 16 bits unless the activations keep
   to 7 bits).
+- search_weights: what a transformer_base search (vocabulary 37,000)
+  costs to make its weights in the graph, float32 (decoding layouts) and
+  int8 (quantized kernels), in ms; and the MB of those that
+  `decoding.fixed_search_weights` keeps beside the model's variables (what
+  an export saves in addition; BUILD_NOTES.md, "Search weights made
+  once"). With TF_NUM_INTRAOP_THREADS=1 the times are those of a search
+  step's threads under two concurrent searches on two cores.
 """
 import argparse
 import json
 import statistics
 
+import keras
 import tensorflow as tf
 
+import t2tlite
 from t2tlite import precision
+from t2tlite.decode.decoding import fixed_search_weights
 from t2tlite.layers import int8
 
 # Run as a script, bench/ is the first folder on the import path.
@@ -186,12 +196,39 @@ def onednn_int8(rounds):
   return result
 
 
+def search_weights(rounds):
+  keras.utils.set_random_seed(1)
+  model = t2tlite.build_model(
+      t2tlite.create_hparams("transformer_base", ""), 37000)
+
+  def megabytes(tensors):
+    return round(sum(t.shape.num_elements() * t.dtype.size
+                     for t in tensors) / 2**20, 1)
+
+  result = {"model_variables_mb": megabytes([v.value for v in model.weights])}
+  made = {}
+  for name, quantized in (("float32", False), ("int8", True)):
+    # One element of each weight read back, so that no part of making them
+    # is pruned from the graph.
+    made[name] = tf.function(lambda quantized=quantized: [
+        tf.reshape(leaf, [-1])[0]
+        for leaf in tf.nest.flatten(model.search_weights(quantized))])
+    kept = fixed_search_weights(model, quantized)
+    result[f"{name}_made_once_mb"] = megabytes(
+        [t for value in kept.values() if not isinstance(value, tf.Variable)
+         for t in tf.nest.flatten(value)])
+  result.update({f"{name}_ms": ms
+                 for name, ms in medians_ms(made, rounds).items()})
+  return result
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=15)
   args = parser.parse_args()
   print(f"machine: {precision.fingerprint()}", flush=True)
-  for probe in (qkv, in_place_cache, int8_hybrid, onednn_int8):
+  for probe in (qkv, in_place_cache, int8_hybrid, onednn_int8,
+                search_weights):
     print(json.dumps({"probe": probe.__name__, **probe(args.rounds)}),
           flush=True)
 

@@ -103,7 +103,7 @@ def test_decode_probes_time_what_they_name():
   probes = {row.pop("probe"): row for row in
             _json_lines_after_the_machine("decode_probes.py", "--rounds", "1")}
   assert set(probes) == {"qkv", "in_place_cache", "int8_hybrid",
-                         "onednn_int8"}
+                         "onednn_int8", "search_weights"}
   assert set(probes["qkv"]) == {"three_one_batch", "fused_one_batch",
                                 "three_2d", "fused_2d"}
   assert all(value > 0 for probe in probes.values() for value in probe.values())
@@ -120,6 +120,15 @@ def test_decode_probes_time_what_they_name():
                   "int8_weights_first_map_ms", "error_8_bit", "error_7_bit")}
   for shape in shapes:
     assert probes["onednn_int8"][f"{shape}_error_7_bit"] < 0.05, shape
+  # transformer_base: 240 MB of variables; the float32 search's layouts
+  # (decoder kernels and output projection) and the int8 kernels (a byte a
+  # weight) made once beside them.
+  weights = probes["search_weights"]
+  assert set(weights) == {"model_variables_mb", "float32_made_once_mb",
+                          "int8_made_once_mb", "float32_ms", "int8_ms"}
+  assert 230 < weights["model_variables_mb"] < 250
+  assert (weights["int8_made_once_mb"] < weights["float32_made_once_mb"]
+          < weights["model_variables_mb"])
 
 
 def test_bench_scripts_use_only_public_entry_points():
