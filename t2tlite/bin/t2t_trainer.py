@@ -72,9 +72,11 @@ flags.DEFINE_integer("worker_gpu", 0, "Devices to train on: 0 = every "
                      "multi-device training (no speedup).", lower_bound=0)
 flags.DEFINE_integer("worker_timeout_secs",
                      strategy_lib.DEFAULT_WORKER_TIMEOUT_SECS,
-                     "With several workers (TF_CONFIG): how long a worker "
-                     "waits for the others at each step before deciding one "
-                     "is lost and exiting with code 69.", lower_bound=1)
+                     "With several workers (TF_CONFIG): a peer that answers "
+                     "no health probe for this long is lost, and the others "
+                     "exit with code 69 (within this + 6 s). A collective "
+                     "waits twice this + 6 s for a peer that answers but "
+                     "does not join.", lower_bound=1)
 flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
                   "pass with XLA (jit_compile).")
 precision_flags.define_compute_flag("training")
@@ -180,7 +182,8 @@ def _train(output_dir):
     if chief:
       problem.generate_data(data_dir, FLAGS.tmp_dir,
                             raw_data_dir=FLAGS.raw_data_dir)
-    with preemption.reporting_lost_workers(strategy, output_dir):
+    with preemption.reporting_lost_workers(strategy, output_dir,
+                                           _exit_worker_lost):
       strategy_lib.wait_for_all_workers(strategy)  # others wait for the data
   vocab = problem.vocabulary(data_dir)
   # None: the targets share the input vocabulary (one embedding matrix).
@@ -225,12 +228,14 @@ def _train(output_dir):
 
   trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset,
                                 target_vocab_size=target_vocab_size,
-                                word_pointer=word_pointer)
+                                word_pointer=word_pointer,
+                                on_worker_lost=_exit_worker_lost)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
       raise console.CommandError(
           f"--schedule=evaluate: no checkpoint in {output_dir}.")
-    with preemption.reporting_lost_workers(strategy, output_dir):
+    with preemption.reporting_lost_workers(strategy, output_dir,
+                                           _exit_worker_lost):
       metrics = trainer.evaluate()
   else:
     metrics = trainer.train()
@@ -264,17 +269,27 @@ def _run():
     sys.stderr.write(f"t2t-trainer: {stopped}\n")
     return preemption.PREEMPTED_EXIT_CODE
   except preemption.WorkerLostError as lost:
-    command = shlex.join(["t2t-trainer"] + sys.argv[1:])
-    logging.debug("TensorFlow's error: %s", lost.tf_error)
-    sys.stderr.write(f"t2t-trainer: error: {lost}\nResume with, on every "
-                     f"worker:\n  {command}\n(--verbosity=1 shows "
-                     "TensorFlow's error.)\n")
-    sys.stderr.flush()
-    logging.flush()
-    # A normal exit would wait for the lost peer at the runtime's shutdown
-    # barrier; nothing is left to write.
-    os._exit(preemption.WORKER_LOST_EXIT_CODE)
+    _exit_worker_lost(lost)
   return 0
+
+
+def _exit_worker_lost(lost):
+  """Says which worker was lost and how to resume, then exits 69 at once.
+
+  Called from the thread that found the loss: the peer watch's while the
+  main thread may still wait on a collective, which would otherwise end in
+  TensorFlow's abort of the pending collectives. A normal exit would wait for
+  the lost peer at the runtime's shutdown barrier; nothing is left to write.
+  """
+  command = shlex.join(["t2t-trainer"] + sys.argv[1:])
+  if lost.tf_error is not None:
+    logging.debug("TensorFlow's error: %s", lost.tf_error)
+  sys.stderr.write(f"t2t-trainer: error: {lost}\nResume with, on every "
+                   f"worker:\n  {command}\n(--verbosity=1 shows "
+                   "TensorFlow's error, if a collective failed.)\n")
+  sys.stderr.flush()
+  logging.flush()
+  os._exit(preemption.WORKER_LOST_EXIT_CODE)
 
 
 def main():

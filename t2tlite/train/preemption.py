@@ -6,9 +6,11 @@ worker at the end of the step (`strategy.any_workers`), all of them save one
 checkpoint at that step, and `Preempted` ends the run. A second Ctrl-C exits
 at once.
 
-Lost worker: a collective that fails (a peer's connection reset, or no answer
-within the worker timeout) becomes `WorkerLostError`, naming the peers that no
-longer answer and the newest checkpoint to resume from.
+Lost worker: a peer that answers no probe for the worker timeout (found by a
+thread, `peer_watch.PeerWatch`, while the loop may wait on a collective), or a
+collective that fails (a peer's connection reset), becomes `WorkerLostError`,
+naming the peers that no longer answer and the newest checkpoint to resume
+from.
 
 Exit codes (the command-line trainer's; restart loops key on them):
   PREEMPTED_EXIT_CODE     75 (EX_TEMPFAIL)  checkpoint saved at the step reached
@@ -22,8 +24,10 @@ import signal
 import sys
 import threading
 
+from absl import logging
 import tensorflow as tf
 
+from t2tlite.train import peer_watch
 from t2tlite.train import strategy as strategy_lib
 
 PREEMPTED_EXIT_CODE = 75
@@ -34,7 +38,6 @@ INTERRUPTED_EXIT_CODE = 130
 # runtime aborts the other pending collectives (CANCELLED, ABORTED).
 PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.CancelledError, tf.errors.AbortedError)
-_PROBE_SECS = 5.0
 _REASONS = {
     tf.errors.UnavailableError: "a peer's connection was lost",
     tf.errors.DeadlineExceededError: "no answer within the worker timeout",
@@ -56,7 +59,8 @@ class WorkerLostError(RuntimeError):
 
   Attributes:
     lost_tasks: names of the peers that did not answer a probe.
-    tf_error: the failed collective's tf.errors.OpError.
+    tf_error: the failed collective's tf.errors.OpError, or None when the
+      peer watch found the loss.
   """
 
   def __init__(self, message, lost_tasks, tf_error):
@@ -111,20 +115,80 @@ def _checkpoint_step(path):
   return int(match.group(1)) if match else None
 
 
+class _ReportOnce:
+  """Calls `on_lost` with the first WorkerLostError only, from any thread."""
+
+  def __init__(self, on_lost):
+    self._on_lost = on_lost
+    self._lock = threading.Lock()
+    self.error = None
+
+  def __call__(self, error):
+    with self._lock:
+      if self.error is not None:
+        return
+      self.error = error
+    self._on_lost(error)
+
+
+def _log_lost(error):
+  logging.error("%s", error)
+
+
 @contextlib.contextmanager
-def reporting_lost_workers(strategy, output_dir):
-  """Turns a failed collective into WorkerLostError (with several workers)."""
-  try:
+def reporting_lost_workers(strategy, output_dir, on_lost=None):
+  """Reports a lost peer worker while the block runs (several workers only).
+
+  A `PeerWatch` thread probes the peers. The first loss found, by it (a peer
+  silent for the worker timeout) or by this thread (a failed collective), is
+  passed to `on_lost` as a WorkerLostError, from the thread that found it.
+  `on_lost` may end the process (the command-line trainer exits 69: nothing
+  is left to save, and a normal exit would wait for the lost peer at the
+  runtime's shutdown barrier). If it returns, a collective that then fails
+  raises that WorkerLostError here; one waiting on the lost peer fails at the
+  collective timeout (`strategy.collective_timeout_secs`).
+
+  Args:
+    strategy: the training strategy.
+    output_dir: where the chief writes checkpoints (named in the message).
+    on_lost: callable taking the WorkerLostError; None logs it.
+  Raises:
+    WorkerLostError: a collective failed because of a lost peer.
+  """
+  if not strategy_lib.is_multi_worker(strategy):
     yield
-  except PEER_FAILURES as error:
-    if not strategy_lib.is_multi_worker(strategy):
-      raise
-    raise worker_lost_error(strategy, error, output_dir) from None
+    return
+  report = _ReportOnce(on_lost or _log_lost)
+  timeout_secs = strategy_lib.worker_timeout_secs(strategy)
+
+  def watch_found(lost):
+    report(worker_lost_error(
+        strategy, output_dir, lost,
+        f"no answer to a probe for {timeout_secs:g} s"))
+
+  with peer_watch.PeerWatch(strategy_lib.peer_names(strategy), timeout_secs,
+                            watch_found, strategy_lib.answers_probe):
+    try:
+      yield
+    except PEER_FAILURES as error:
+      if report.error is None:
+        report(worker_lost_error(
+            strategy, output_dir, strategy_lib.unreachable_tasks(strategy),
+            "a collective failed: " +
+            _REASONS.get(type(error), type(error).__name__), error))
+      raise report.error from None
 
 
-def worker_lost_error(strategy, error, output_dir):
-  """The WorkerLostError for a failed collective `error` (a PEER_FAILURES)."""
-  lost = strategy_lib.unreachable_tasks(strategy, _PROBE_SECS)
+def worker_lost_error(strategy, output_dir, lost, reason, tf_error=None):
+  """The WorkerLostError naming the `lost` peers and the checkpoint to resume.
+
+  Args:
+    strategy: the training strategy.
+    output_dir: where the chief writes checkpoints.
+    lost: names of the peers that do not answer (may be empty).
+    reason: how the loss was found, e.g. "no answer to a probe for 10 s".
+    tf_error: the failed collective's tf.errors.OpError, if one failed.
+  """
   latest = tf.train.latest_checkpoint(output_dir)
   if latest:
     resume = (f"The newest checkpoint is {latest} (step "
@@ -134,11 +198,9 @@ def worker_lost_error(strategy, error, output_dir):
     resume = (f"No checkpoint was written in {output_dir} yet; restarting "
               "every worker with the same command starts again from step 0.")
   who = (" and ".join(lost) + (" is" if len(lost) == 1 else " are") +
-         " lost (no answer to a probe)" if lost else
+         " lost" if lost else
          "A peer worker is too slow or was lost and has come back "
          "(every peer answers a probe now)")
-  reason = _REASONS.get(type(error), type(error).__name__)
   return WorkerLostError(
-      f"{who}. {strategy_lib.task_name(strategy)} stopped training: a "
-      f"collective failed ({reason}). "
-      f"{resume}", lost, error)
+      f"{who} ({reason}). {strategy_lib.task_name(strategy)} stopped "
+      f"training. {resume}", lost, tf_error)

@@ -12,14 +12,17 @@
 Logical devices can only be configured before TensorFlow initializes its
 runtime, so `make_strategy` must be called before any other TensorFlow work.
 
-Across workers, every collective (gradient all-reduce, the per-step agreement
-of `any_workers`) gives up after `worker_timeout_secs`, so a lost or frozen
-peer stops the others within a known time; `unreachable_tasks` then names it.
+Across workers, a peer that answers no probe for `worker_timeout_secs` is lost
+(`t2tlite.train.peer_watch`, probing with `answers_probe`). Every collective
+(gradient all-reduce, the per-step agreement of `any_workers`) waits longer,
+`collective_timeout_secs`: past the watch's bound, so that the watch reports a
+lost peer first, and a peer that answers but never joins still ends the wait.
 """
 import concurrent.futures
 import functools
 import json
 import os
+import weakref
 
 import tensorflow as tf
 # The coordination service must be configured before the strategy starts the
@@ -27,12 +30,16 @@ import tensorflow as tf
 from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
 from tensorflow.python.eager import context
 
+from t2tlite.train import peer_watch
+
 DEFAULT_WORKER_TIMEOUT_SECS = 120
 # A barrier that may wait on slow work of one worker (the chief generating
 # data) rather than on a lost one: a day.
 _UNBOUNDED_SECS = 24 * 3600
 # Workers and the chief run collectives; parameter servers are not supported.
 _TRAINING_JOBS = ("chief", "worker")
+# The worker timeout each multi-worker strategy was made with.
+_WORKER_TIMEOUTS = weakref.WeakKeyDictionary()
 
 
 def _cluster_workers(tf_config):
@@ -62,12 +69,24 @@ def split_cpu(num_devices):
         f"is already initialized ({e}). Create the strategy first.") from None
 
 
+def collective_timeout_secs(worker_timeout_secs):
+  """How long a collective waits for its peers, given the worker timeout.
+
+  Past `peer_watch.bound_secs`: a lost peer is reported by the watch while
+  the collective still waits, and never through TensorFlow's abort of the
+  pending collectives at their timeout (which has crashed the process, see
+  BUILD_NOTES.md). The collective timeout remains for a peer that answers
+  probes but never joins (stuck in its own code).
+  """
+  return peer_watch.bound_secs(worker_timeout_secs) + worker_timeout_secs
+
+
 def _multi_worker_strategy(tf_config, worker_timeout_secs):
   """MultiWorkerMirroredStrategy whose collectives and heartbeats time out.
 
-  The coordination service's heartbeat timeout is twice the collective one,
-  so that a frozen peer surfaces as a collective timeout in the training loop
-  (which the trainer reports) rather than as the service's own abort.
+  The coordination service's heartbeat timeout is longer than the collective
+  one, so that a frozen peer is reported by the trainer rather than through
+  the service's own abort.
   """
   cluster = json.loads(tf_config)["cluster"]
   jobs = [coordination_config_pb2.CoordinatedJob(name=job,
@@ -77,12 +96,15 @@ def _multi_worker_strategy(tf_config, worker_timeout_secs):
   context.context().configure_coordination_service(
       service_type="standalone",
       service_leader=f"/job:{leader}/replica:0/task:0",
-      heartbeat_timeout_in_ms=int(2000 * worker_timeout_secs),
+      heartbeat_timeout_in_ms=int(1000 * (
+          collective_timeout_secs(worker_timeout_secs) + worker_timeout_secs)),
       shutdown_barrier_timeout_in_ms=int(1000 * worker_timeout_secs),
       coordinated_jobs=jobs)
-  return tf.distribute.MultiWorkerMirroredStrategy(
+  strategy = tf.distribute.MultiWorkerMirroredStrategy(
       communication_options=tf.distribute.experimental.CommunicationOptions(
-          timeout_seconds=worker_timeout_secs))
+          timeout_seconds=collective_timeout_secs(worker_timeout_secs)))
+  _WORKER_TIMEOUTS[strategy] = worker_timeout_secs
+  return strategy
 
 
 def make_strategy(worker_gpu=0, tf_config=None,
@@ -93,8 +115,8 @@ def make_strategy(worker_gpu=0, tf_config=None,
     worker_gpu: devices to use on this machine; 0 = every visible GPU. Without
       GPUs, N > 1 splits the CPU into N logical devices (for tests).
     tf_config: the TF_CONFIG JSON; None reads the environment variable.
-    worker_timeout_secs: with several workers, how long a collective waits for
-      its peers before failing (a lost or frozen worker).
+    worker_timeout_secs: with several workers, how long a peer may answer no
+      probe before it is lost (`worker_timeout_secs`).
   Returns:
     A tf.distribute.Strategy.
   Raises:
@@ -148,6 +170,11 @@ def task_id(strategy):
   return strategy.cluster_resolver.task_id
 
 
+def worker_timeout_secs(strategy):
+  """The worker timeout of a multi-worker strategy from `make_strategy`."""
+  return _WORKER_TIMEOUTS.get(strategy, DEFAULT_WORKER_TIMEOUT_SECS)
+
+
 def task_name(strategy):
   """"/job:worker/task:1": this process in the cluster."""
   resolver = strategy.cluster_resolver
@@ -183,7 +210,7 @@ def any_workers(strategy, *flags, timeout_secs=None):
     strategy: the training strategy.
     *flags: booleans of this worker.
     timeout_secs: how long to wait for the other workers; None = the
-      strategy's worker timeout.
+      strategy's collective timeout.
   Returns:
     A tuple of bools, one per flag.
   """
@@ -199,26 +226,33 @@ def wait_for_all_workers(strategy):
   any_workers(strategy, True, timeout_secs=_UNBOUNDED_SECS)
 
 
-def unreachable_tasks(strategy, timeout_secs=5.0):
-  """Names ("/job:worker/task:1") of the peers that do not answer in time.
-
-  A killed peer refuses the connection at once; a frozen one (stopped, or cut
-  off by the network) lets the probe time out. Peers are probed in parallel.
-  """
+def peer_names(strategy):
+  """Names ("/job:worker/task:1") of the other training tasks."""
   cluster = strategy.cluster_resolver.cluster_spec().as_dict()
   peers = [f"/job:{job}/task:{index}" for job in _TRAINING_JOBS
            for index in range(len(cluster.get(job, [])))]
   peers.remove(task_name(strategy))
+  return peers
 
-  def answers(peer):
-    job, task = peer[1:].split("/")
-    try:
-      context.context().check_collective_ops_peer_health(
-          f"/{job}/replica:0/{task}", timeout_in_ms=int(1000 * timeout_secs))
-      return True
-    except tf.errors.OpError:
-      return False
 
+def answers_probe(peer, timeout_secs):
+  """True if `peer` ("/job:worker/task:1") answers a health probe in time."""
+  job, task = peer[1:].split("/")
+  try:
+    context.context().check_collective_ops_peer_health(
+        f"/{job}/replica:0/{task}", timeout_in_ms=int(1000 * timeout_secs))
+    return True
+  except tf.errors.OpError:
+    return False
+
+
+def unreachable_tasks(strategy, timeout_secs=peer_watch.PROBE_SECS):
+  """Names of the peers that do not answer a probe in time.
+
+  A killed peer refuses the connection at once; a frozen one (stopped, or cut
+  off by the network) lets the probe time out. Peers are probed in parallel.
+  """
+  peers = peer_names(strategy)
   with concurrent.futures.ThreadPoolExecutor(max(len(peers), 1)) as pool:
-    return [peer for peer, ok in zip(peers, pool.map(answers, peers))
-            if not ok]
+    answered = pool.map(lambda peer: answers_probe(peer, timeout_secs), peers)
+    return [peer for peer, ok in zip(peers, answered) if not ok]

@@ -181,11 +181,16 @@ class Trainer:
     target_vocab_size: the targets' own vocabulary size; None when shared.
     word_pointer: None, or the tables of the decoder's word pointer
       (`t2tlite.models.word_pointer_tables`).
+    on_worker_lost: with several workers, called with the
+      `preemption.WorkerLostError` as soon as a peer is found lost, possibly
+      from another thread; it may end the process (see
+      `preemption.reporting_lost_workers`). None logs the error.
   """
 
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
-               target_vocab_size=None, word_pointer=None):
+               target_vocab_size=None, word_pointer=None, on_worker_lost=None):
     self.hp, self.config, self.strategy = hp, config, strategy
+    self.on_worker_lost = on_worker_lost
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
     self.multi_worker = strategy_lib.is_multi_worker(strategy)
@@ -411,7 +416,7 @@ class Trainer:
       preemption.WorkerLostError: a peer worker died or stopped answering.
     """
     with preemption.StopSignals() as stop, preemption.reporting_lost_workers(
-        self.strategy, self.config.output_dir):
+        self.strategy, self.config.output_dir, self.on_worker_lost):
       return self._train_until(stop)
 
   def _train_until(self, stop):

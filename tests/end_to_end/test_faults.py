@@ -14,7 +14,7 @@ import time
 import pytest
 
 import train_helpers
-from worker_cluster import (LONG, PREEMPTED, PROBE_SECS, WORKER_LOST,
+from worker_cluster import (LONG, LOSS_BOUND_SECS, PREEMPTED, WORKER_LOST,
                             WORKER_TIMEOUT_SECS, Cluster, progress_steps,
                             trainer_command, wait_for_step)
 
@@ -55,13 +55,19 @@ def lose_worker_1(cluster, data_dir, output_dir, fault):
     time.sleep(0.1)
   os.kill(procs[1].pid, fault)
   sent = time.time()
-  procs[0].wait(timeout=WORKER_TIMEOUT_SECS + PROBE_SECS + 30)
+  procs[0].wait(timeout=LOSS_BOUND_SECS + 30)
   elapsed = time.time() - sent
   output = logs[0].read_text()
   assert procs[0].returncode == WORKER_LOST, output[-5000:]
-  assert elapsed < WORKER_TIMEOUT_SECS + PROBE_SECS + 10, elapsed
+  # A little slack for the exit itself on a loaded machine.
+  assert elapsed < LOSS_BOUND_SECS + 5, elapsed
   latest = train_helpers.latest_step(str(output_dir))
-  assert "/job:worker/task:1 is lost" in output, output[-3000:]
+  assert "/job:worker/task:1 is lost (" in output, output[-3000:]
+  if fault == signal.SIGSTOP:
+    # Found by the peer watch while worker 0 waited on a collective, long
+    # before that collective's timeout.
+    assert (f"is lost (no answer to a probe for {WORKER_TIMEOUT_SECS} s)"
+            in output), output[-3000:]
   assert f"ckpt-{latest} (step {latest})" in output, output[-3000:]
   assert "Resume with, on every worker:\n  t2t-trainer " in output
   assert "Traceback" not in output, output[-5000:]

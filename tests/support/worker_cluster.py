@@ -5,11 +5,13 @@ import json
 import re
 import time
 
+from t2tlite.train import peer_watch
 import train_helpers
 
 PREEMPTED, WORKER_LOST = 75, 69  # t2tlite.train.preemption's exit codes
 WORKER_TIMEOUT_SECS = 10
-PROBE_SECS = 5  # preemption._PROBE_SECS: naming the lost peer
+# The longest a survivor may take to find a lost peer (the watch's bound).
+LOSS_BOUND_SECS = peer_watch.bound_secs(WORKER_TIMEOUT_SECS)
 LONG = 10**6  # steps: the faults stop training long before
 
 
