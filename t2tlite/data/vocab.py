@@ -14,6 +14,10 @@ from absl import logging
 import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
+# The op that creates tensorflow-text's sentencepiece resource, for a
+# resource under a shared name (`_SharedSentencepieceModel`).
+from tensorflow_text.python.ops.sentencepiece_tokenizer import (
+    gen_sentencepiece_tokenizer)
 
 PAD_ID = 0
 EOS_ID = 1
@@ -105,6 +109,29 @@ def _write_atomically(path, data):
   os.replace(tmp, path)
 
 
+class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):
+  """The sentencepiece model, as a resource under a name shared by its digest.
+
+  tensorflow-text creates the resource private to the kernel that ran the
+  creating op, and TensorFlow drops its eager kernels whenever it clears its
+  kernel cache (`tf.random.set_seed`, `keras.utils.set_random_seed`,
+  `keras.backend.clear_session`); every later use of the tokenizer then fails
+  with NotFoundError "Resource localhost/_0_SentencepieceOp/... does not
+  exist". A resource with a shared name belongs to the resource manager and
+  outlives the kernel; one per distinct model, in this process and in a
+  loaded SavedModel (which runs `_create_resource` again).
+  """
+
+  def __init__(self, model_proto, shared_name):
+    super().__init__()
+    self._model_proto, self._shared_name = model_proto, shared_name
+    _ = self.resource_handle  # creates the resource now
+
+  def _create_resource(self):
+    return gen_sentencepiece_tokenizer.sentencepiece_op(
+        model=self._model_proto, shared_name=self._shared_name)
+
+
 class Vocabulary(tf.Module):
   """A sentencepiece model executed by tensorflow-text (graph-safe, exportable).
 
@@ -119,13 +146,20 @@ class Vocabulary(tf.Module):
     super().__init__(name=name)
     self.path = path
     self.model_proto = model_proto
-    # A name of its own per model: in a loaded SavedModel, tensorflow-text
-    # sentencepiece resources created under the same name are one resource,
-    # so a second vocabulary (the targets') would silently run the first.
+    # Names of its own per model: in a loaded SavedModel, sentencepiece
+    # resources created under the same name are one resource, so a second
+    # vocabulary (the targets') would silently run the first.
     digest = hashlib.sha256(model_proto).hexdigest()[:16]
     self.tokenizer = tf_text.SentencepieceTokenizer(
         model=model_proto, out_type=tf.int32, add_bos=False, add_eos=False,
         name=f"sentencepiece_{digest}")
+    # The tokenizer's methods all read `_model_resource.resource_handle`.
+    if not hasattr(self.tokenizer, "_model_resource"):
+      raise RuntimeError("This tensorflow-text's SentencepieceTokenizer has "
+                         "no _model_resource; t2tlite's vocab.py needs "
+                         "updating.")
+    self.tokenizer._model_resource = _SharedSentencepieceModel(
+        model_proto, f"t2tlite_sentencepiece_{digest}")
     processor = spm.SentencePieceProcessor(model_proto=model_proto)
     self.size = processor.vocab_size()
     if (processor.pad_id(), processor.eos_id(), processor.unk_id()) != (

@@ -6,7 +6,6 @@ import sys
 import pytest
 
 from t2tlite import precision
-from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode.decoding import DecodeHParams, Decoder, cpu_cores
 
 from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
@@ -151,10 +150,8 @@ def test_t2t_decoder_interactive(trained):
                     stdin="A dog runs.\n\nTwo men.\n")
   assert run.returncode == 0, run.stderr
   printed = run.stdout.split("\n")
-  # A Vocabulary of its own: in this module's process, after several Decoders
-  # on the shared one, its tokenizer resource was once reported missing
-  # (NotFoundError, SentencepieceOp; see BUILD_NOTES.md, Decoding).
-  vocab = Vocabulary.from_file(vocab.path)
+  # The module's Vocabulary, after other tests set a seed (which clears
+  # TensorFlow's kernel cache; see BUILD_NOTES.md, Decoding).
   greedy = Decoder(model, vocab, DecodeHParams(beam_size=1, extra_length=3))
   expected, _ = greedy.decode_lines(["A dog runs.", "", "Two men."],
                                     progress=False)

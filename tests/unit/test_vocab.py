@@ -146,3 +146,18 @@ def test_two_vocabularies_stay_apart_in_a_loaded_saved_model(vocab, tmp_path):
   tf.saved_model.save(module, str(tmp_path / "saved"))
   loaded = tf.saved_model.load(str(tmp_path / "saved"))
   assert [t.numpy().tolist() for t in loaded.decode(ids)] == expected
+
+
+def test_tokenizer_survives_cleared_kernel_caches(vocab, sentences):
+  """Setting a seed or clearing the Keras session clears TensorFlow's eager
+  kernel cache; tensorflow-text's own sentencepiece resource belongs to a
+  kernel there and was deleted with it (NotFoundError on the next use)."""
+  import keras
+  expected = vocab.encode(tf.constant(sentences[:3])).to_list()
+  other = vocab_lib.Vocabulary(vocab.model_proto)  # the same model
+  tf.random.set_seed(1)
+  keras.utils.set_random_seed(2)
+  keras.backend.clear_session()
+  assert vocab.encode(tf.constant(sentences[:3])).to_list() == expected
+  assert other.encode(tf.constant(sentences[:3])).to_list() == expected
+  assert vocab.decode_ids(expected[0]) == sentences[0]
