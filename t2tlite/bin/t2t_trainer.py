@@ -14,6 +14,7 @@ checkpoint); 130 a second Ctrl-C. Restart on 75 and 69.
 import os
 import shlex
 import sys
+import threading
 
 from absl import flags
 from absl import logging
@@ -273,6 +274,9 @@ def _run():
   return 0
 
 
+_EXITING = threading.Lock()
+
+
 def _exit_worker_lost(lost):
   """Says which worker was lost and how to resume, then exits 69 at once.
 
@@ -281,6 +285,8 @@ def _exit_worker_lost(lost):
   TensorFlow's abort of the pending collectives. A normal exit would wait for
   the lost peer at the runtime's shutdown barrier; nothing is left to write.
   """
+  # A second finder (the other thread) waits here until the first one exits.
+  _EXITING.acquire()
   command = shlex.join(["t2t-trainer"] + sys.argv[1:])
   if lost.tf_error is not None:
     logging.debug("TensorFlow's error: %s", lost.tf_error)
