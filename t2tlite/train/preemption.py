@@ -71,10 +71,10 @@ class WorkerLostError(RuntimeError):
 class StopSignals:
   """While active, SIGTERM and SIGINT ask training to stop after the step.
 
-  Python handlers (main thread only) replace the one TensorFlow's
-  multi-worker runtime installs (it records SIGTERM for
-  PreemptionCheckpointHandler, which this trainer does not use), so enter
-  this only after the strategy and the model exist.
+  Python handlers (main thread only). Enter this only after the strategy
+  exists: starting TensorFlow's multi-worker runtime replaces SIGTERM's
+  action (with a handler that only records it for
+  PreemptionCheckpointHandler, which `strategy.make_strategy` then undoes).
 
   Attributes:
     requested: name of the first signal received ("SIGTERM"), or None.

@@ -22,6 +22,8 @@ import concurrent.futures
 import functools
 import json
 import os
+import signal
+import threading
 import weakref
 
 import tensorflow as tf
@@ -86,7 +88,7 @@ def _multi_worker_strategy(tf_config, worker_timeout_secs):
 
   The coordination service's heartbeat timeout is longer than the collective
   one, so that a frozen peer is reported by the trainer rather than through
-  the service's own abort.
+  the service's own abort. SIGTERM keeps its default action.
   """
   cluster = json.loads(tf_config)["cluster"]
   jobs = [coordination_config_pb2.CoordinatedJob(name=job,
@@ -104,6 +106,12 @@ def _multi_worker_strategy(tf_config, worker_timeout_secs):
       communication_options=tf.distribute.experimental.CommunicationOptions(
           timeout_seconds=collective_timeout_secs(worker_timeout_secs)))
   _WORKER_TIMEOUTS[strategy] = worker_timeout_secs
+  # The runtime just replaced SIGTERM's action with a handler that only
+  # records it for PreemptionCheckpointHandler, which t2tlite does not use
+  # (BUILD_NOTES.md, "Worker faults"). SIGTERM ends the process again, as it
+  # ends a single one, until the trainer handles it (preemption.StopSignals).
+  if threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
   return strategy
 
 

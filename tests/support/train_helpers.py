@@ -127,6 +127,16 @@ def command(name, *args, timeout=600):
   return output
 
 
+def catches_sigterm(pid="self"):
+  """True if the process has a handler for SIGTERM (Linux: bit 15 of SigCgt
+  in /proc/PID/status), whether installed from Python or from C++."""
+  with open(f"/proc/{pid}/status") as status:
+    for line in status:
+      if line.startswith("SigCgt:"):
+        return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+  raise RuntimeError(f"/proc/{pid}/status has no SigCgt line")
+
+
 def free_ports(count):
   """`count` TCP ports free on 127.0.0.1 right now."""
   sockets = [socket.socket() for _ in range(count)]
