@@ -183,6 +183,9 @@ def _train(output_dir):
     if chief:
       problem.generate_data(data_dir, FLAGS.tmp_dir,
                             raw_data_dir=FLAGS.raw_data_dir)
+    else:
+      logging.info("Waiting for the chief to generate the data in %s...",
+                   data_dir)
     with preemption.reporting_lost_workers(strategy, output_dir,
                                            _exit_worker_lost):
       strategy_lib.wait_for_all_workers(strategy)  # others wait for the data

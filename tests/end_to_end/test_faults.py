@@ -1,10 +1,13 @@
 """t2t-trainer under faults: a worker killed or frozen, SIGTERM (preemption) to
 either worker or to a single process, Ctrl-C; each run is then restarted with
-the same command and resumes from the checkpoint the fault left.
+the same command and resumes from the checkpoint the fault left. Also SIGTERM
+to a worker waiting for the chief's data generation, which the chief then
+finds lost.
 
 Every process is the trainer itself (signals go to its own PID) and is killed
 and reaped by `train_helpers.processes` whatever happens."""
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -128,6 +131,41 @@ def test_lost_worker_then_preemption(tmp_path, data_dir, fault,
                                 preempted_worker)
     if to_the_end:  # one such check is enough
       resume_to_the_end(cluster, data_dir, output_dir, saved)
+
+
+HELD_PLUGINS = (pathlib.Path(__file__).resolve().parents[1] / "support" /
+                "plugins_held_datagen")
+
+
+@pytest.mark.timeout(240)
+def test_sigterm_and_lost_worker_while_the_chief_generates_data(tmp_path):
+  """Worker 1 waits while the chief generates data: SIGTERM ends it at once
+  (nothing to save yet); the chief, once done, finds it lost."""
+  scratch, output_dir = tmp_path / "scratch", tmp_path / "run"
+  scratch.mkdir()
+  with train_helpers.processes() as started:
+    procs, logs = Cluster(tmp_path, started).start(
+        tmp_path / "data", output_dir, f"--t2t_usr_dir={HELD_PLUGINS}",
+        "--problem=held_reverse", f"--tmp_dir={scratch}",
+        f"--train_steps={LONG}")
+    deadline = time.time() + 120
+    while not ((scratch / "held").exists() and
+               "Waiting for the chief to generate" in logs[1].read_text()):
+      for proc, log in zip(procs, logs):
+        assert proc.poll() is None, log.read_text()[-5000:]
+      assert time.time() < deadline, [log.read_text()[-3000:] for log in logs]
+      time.sleep(0.1)
+    os.kill(procs[1].pid, signal.SIGTERM)
+    procs[1].wait(timeout=10)  # not ignored until the first step
+    assert procs[1].returncode == -signal.SIGTERM, logs[1].read_text()[-3000:]
+    (scratch / "release").touch()
+    procs[0].wait(timeout=LOSS_BOUND_SECS + 60)
+    output = logs[0].read_text()
+    assert procs[0].returncode == WORKER_LOST, output[-5000:]
+    assert (f"/job:worker/task:1 is lost (no answer to a probe for "
+            f"{WORKER_TIMEOUT_SECS} s)") in output, output[-3000:]
+    assert "No checkpoint was written in" in output, output[-3000:]
+    assert "Traceback" not in output, output[-5000:]
 
 
 @pytest.mark.timeout(300)
