@@ -139,7 +139,8 @@ HELD_PLUGINS = (pathlib.Path(__file__).resolve().parents[1] / "support" /
 
 @pytest.mark.timeout(240)
 def test_sigterm_and_lost_worker_while_the_chief_generates_data(tmp_path):
-  """Worker 1 waits while the chief generates data: SIGTERM ends it at once
+  """Worker 1 waits while the chief generates data, longer than the worker
+  timeout, without finding it lost; SIGTERM then ends worker 1 at once
   (nothing to save yet); the chief, once done, finds it lost."""
   scratch, output_dir = tmp_path / "scratch", tmp_path / "run"
   scratch.mkdir()
@@ -155,6 +156,10 @@ def test_sigterm_and_lost_worker_while_the_chief_generates_data(tmp_path):
         assert proc.poll() is None, log.read_text()[-5000:]
       assert time.time() < deadline, [log.read_text()[-3000:] for log in logs]
       time.sleep(0.1)
+    # Busy generating data for longer than the worker timeout, the chief
+    # still answers worker 1's probes.
+    time.sleep(WORKER_TIMEOUT_SECS + 2)
+    assert procs[1].poll() is None, logs[1].read_text()[-5000:]
     os.kill(procs[1].pid, signal.SIGTERM)
     procs[1].wait(timeout=10)  # not ignored until the first step
     assert procs[1].returncode == -signal.SIGTERM, logs[1].read_text()[-3000:]
