@@ -14,7 +14,6 @@ checkpoint); 130 a second Ctrl-C. Restart on 75 and 69.
 import os
 import shlex
 import sys
-import threading
 
 from absl import flags
 from absl import logging
@@ -272,12 +271,7 @@ def _run():
   except preemption.Preempted as stopped:
     sys.stderr.write(f"t2t-trainer: {stopped}\n")
     return preemption.PREEMPTED_EXIT_CODE
-  except preemption.WorkerLostError as lost:
-    _exit_worker_lost(lost)
   return 0
-
-
-_EXITING = threading.Lock()
 
 
 def _exit_worker_lost(lost):
@@ -288,8 +282,6 @@ def _exit_worker_lost(lost):
   TensorFlow's abort of the pending collectives. A normal exit would wait for
   the lost peer at the runtime's shutdown barrier; nothing is left to write.
   """
-  # A second finder (the other thread) waits here until the first one exits.
-  _EXITING.acquire()
   command = shlex.join(["t2t-trainer"] + sys.argv[1:])
   if lost.tf_error is not None:
     logging.debug("TensorFlow's error: %s", lost.tf_error)

@@ -7,7 +7,6 @@ thread instead, so a lost one is named while the loop still waits, and the
 process can end cleanly before any collective times out (the collective
 timeout is set past the watch's bound: `strategy.collective_timeout_secs`).
 """
-import concurrent.futures
 import threading
 import time
 
@@ -35,7 +34,8 @@ class PeerWatch:
     peers: names of the peers, e.g. ["/job:worker/task:1"].
     timeout_secs: silence after which a peer is lost.
     on_lost: callable taking the list of lost peers' names.
-    probe: callable (peer, timeout_secs) -> bool, True if the peer answered.
+    probe: callable (peers, timeout_secs) -> a bool per peer, True if it
+      answered (`strategy.probe_peers`).
     probe_secs: how long one probe waits.
     interval_secs: the pause between two rounds of probes.
   """
@@ -65,16 +65,14 @@ class PeerWatch:
 
   def _watch(self):
     last_answer = {peer: time.monotonic() for peer in self.peers}
-    with concurrent.futures.ThreadPoolExecutor(len(self.peers)) as pool:
-      while not self._stop.wait(self._interval_secs):
-        answered = list(pool.map(
-            lambda peer: self._probe(peer, self._probe_secs), self.peers))
-        now = time.monotonic()
-        for peer, ok in zip(self.peers, answered):
-          if ok:
-            last_answer[peer] = now
-        lost = [peer for peer in self.peers
-                if now - last_answer[peer] >= self.timeout_secs]
-        if lost and not self._stop.is_set():
-          self._on_lost(lost)
-          return
+    while not self._stop.wait(self._interval_secs):
+      answered = self._probe(self.peers, self._probe_secs)
+      now = time.monotonic()
+      for peer, ok in zip(self.peers, answered):
+        if ok:
+          last_answer[peer] = now
+      lost = [peer for peer in self.peers
+              if now - last_answer[peer] >= self.timeout_secs]
+      if lost and not self._stop.is_set():
+        self._on_lost(lost)
+        return

@@ -116,19 +116,23 @@ def _checkpoint_step(path):
 
 
 class _ReportOnce:
-  """Calls `on_lost` with the first WorkerLostError only, from any thread."""
+  """Reports the first WorkerLostError only, whichever thread finds it."""
 
   def __init__(self, on_lost):
     self._on_lost = on_lost
     self._lock = threading.Lock()
-    self.error = None
+    self._error = None
 
-  def __call__(self, error):
+  def __call__(self, make_error):
+    """Makes the error with `make_error()` and passes it to `on_lost`, unless
+    one was reported before; returns the reported error. A second finder
+    waits here until the first one's `on_lost` returns (which it never does
+    when `on_lost` ends the process)."""
     with self._lock:
-      if self.error is not None:
-        return
-      self.error = error
-    self._on_lost(error)
+      if self._error is None:
+        self._error = make_error()
+        self._on_lost(self._error)
+      return self._error
 
 
 def _log_lost(error):
@@ -162,21 +166,19 @@ def reporting_lost_workers(strategy, output_dir, on_lost=None):
   timeout_secs = strategy_lib.worker_timeout_secs(strategy)
 
   def watch_found(lost):
-    report(worker_lost_error(
+    report(lambda: worker_lost_error(
         strategy, output_dir, lost,
         f"no answer to a probe for {timeout_secs:g} s"))
 
   with peer_watch.PeerWatch(strategy_lib.peer_names(strategy), timeout_secs,
-                            watch_found, strategy_lib.answers_probe):
+                            watch_found, strategy_lib.probe_peers):
     try:
       yield
     except PEER_FAILURES as error:
-      if report.error is None:
-        report(worker_lost_error(
-            strategy, output_dir, strategy_lib.unreachable_tasks(strategy),
-            "a collective failed: " +
-            _REASONS.get(type(error), type(error).__name__), error))
-      raise report.error from None
+      raise report(lambda: worker_lost_error(
+          strategy, output_dir, strategy_lib.unreachable_tasks(strategy),
+          "a collective failed: " +
+          _REASONS.get(type(error), type(error).__name__), error)) from None
 
 
 def worker_lost_error(strategy, output_dir, lost, reason, tf_error=None):

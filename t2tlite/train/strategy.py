@@ -13,7 +13,7 @@ Logical devices can only be configured before TensorFlow initializes its
 runtime, so `make_strategy` must be called before any other TensorFlow work.
 
 Across workers, a peer that answers no probe for `worker_timeout_secs` is lost
-(`t2tlite.train.peer_watch`, probing with `answers_probe`). Every collective
+(`t2tlite.train.peer_watch`, probing with `probe_peers`). Every collective
 (gradient all-reduce, the per-step agreement of `any_workers`) waits longer,
 `collective_timeout_secs`: past the watch's bound, so that the watch reports a
 lost peer first, and a peer that answers but never joins still ends the wait.
@@ -95,16 +95,17 @@ def _multi_worker_strategy(tf_config, worker_timeout_secs):
                                                  num_tasks=len(cluster[job]))
           for job in _TRAINING_JOBS if job in cluster]
   leader = "chief" if "chief" in cluster else "worker"
+  collective_timeout = collective_timeout_secs(worker_timeout_secs)
   context.context().configure_coordination_service(
       service_type="standalone",
       service_leader=f"/job:{leader}/replica:0/task:0",
       heartbeat_timeout_in_ms=int(1000 * (
-          collective_timeout_secs(worker_timeout_secs) + worker_timeout_secs)),
+          collective_timeout + worker_timeout_secs)),
       shutdown_barrier_timeout_in_ms=int(1000 * worker_timeout_secs),
       coordinated_jobs=jobs)
   strategy = tf.distribute.MultiWorkerMirroredStrategy(
       communication_options=tf.distribute.experimental.CommunicationOptions(
-          timeout_seconds=collective_timeout_secs(worker_timeout_secs)))
+          timeout_seconds=collective_timeout))
   _WORKER_TIMEOUTS[strategy] = worker_timeout_secs
   # The runtime just replaced SIGTERM's action with a handler that only
   # records it for PreemptionCheckpointHandler, which t2tlite does not use
@@ -243,8 +244,7 @@ def peer_names(strategy):
   return peers
 
 
-def answers_probe(peer, timeout_secs):
-  """True if `peer` ("/job:worker/task:1") answers a health probe in time."""
+def _answers_probe(peer, timeout_secs):
   job, task = peer[1:].split("/")
   try:
     context.context().check_collective_ops_peer_health(
@@ -254,13 +254,18 @@ def answers_probe(peer, timeout_secs):
     return False
 
 
-def unreachable_tasks(strategy, timeout_secs=peer_watch.PROBE_SECS):
-  """Names of the peers that do not answer a probe in time.
-
-  A killed peer refuses the connection at once; a frozen one (stopped, or cut
-  off by the network) lets the probe time out. Peers are probed in parallel.
-  """
-  peers = peer_names(strategy)
+def probe_peers(peers, timeout_secs):
+  """For each peer ("/job:worker/task:1"), True if it answers a health probe
+  within `timeout_secs`. Peers are probed in parallel: a killed one refuses
+  the connection at once, a frozen one (stopped, or cut off by the network)
+  lets its probe time out."""
   with concurrent.futures.ThreadPoolExecutor(max(len(peers), 1)) as pool:
-    answered = pool.map(lambda peer: answers_probe(peer, timeout_secs), peers)
-    return [peer for peer, ok in zip(peers, answered) if not ok]
+    return list(pool.map(lambda peer: _answers_probe(peer, timeout_secs),
+                         peers))
+
+
+def unreachable_tasks(strategy, timeout_secs=peer_watch.PROBE_SECS):
+  """Names of the peers that do not answer a probe in time."""
+  peers = peer_names(strategy)
+  return [peer for peer, ok in zip(peers, probe_peers(peers, timeout_secs))
+          if not ok]

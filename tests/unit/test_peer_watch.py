@@ -1,7 +1,7 @@
 """PeerWatch's timing: who is declared lost, when, and only once.
 
 The probe here is a plain function over a set of silent peers; the real
-probe (`strategy.answers_probe` against a killed or frozen worker) runs in
+probe (`strategy.probe_peers` against a killed or frozen worker) runs in
 tests/end_to_end/test_faults.py."""
 import threading
 import time
@@ -18,12 +18,11 @@ class Probes:
   def __init__(self):
     self.silent, self.count = set(), 0
 
-  def __call__(self, peer, timeout_secs):
-    self.count += 1
-    if peer in self.silent:
+  def __call__(self, peers, timeout_secs):
+    self.count += len(peers)
+    if self.silent & set(peers):
       time.sleep(min(timeout_secs, 0.05))  # a frozen peer's probe times out
-      return False
-    return True
+    return [peer not in self.silent for peer in peers]
 
 
 def watch(probes, found, timeout_secs=0.5):
@@ -59,7 +58,8 @@ def test_peers_that_answer_are_never_lost_and_the_thread_ends():
 
 def test_no_peers_no_thread():
   before = threading.active_count()
-  with peer_watch.PeerWatch([], 1.0, lambda lost: None, lambda p, t: True):
+  with peer_watch.PeerWatch([], 1.0, lambda lost: None,
+                            lambda peers, t: [True] * len(peers)):
     assert threading.active_count() == before
 
 
