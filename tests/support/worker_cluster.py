@@ -31,15 +31,22 @@ def progress_steps(log_path):
                                      log_path.read_text())]
 
 
-def wait_for_step(log_paths, procs, step, timeout=180):
-  """Waits until every log shows a progress line at `step` or later."""
+def wait_until(condition, log_paths, procs, what, timeout=180):
+  """Polls `condition()` until true; fails with a log's tail if a process
+  ends first, or with `what` after `timeout` s."""
   deadline = time.time() + timeout
-  while not all(max(progress_steps(p), default=-1) >= step
-                for p in log_paths):
+  while not condition():
     for proc, path in zip(procs, log_paths):
       assert proc.poll() is None, path.read_text()[-5000:]
-    assert time.time() < deadline, f"step {step} not reached in {timeout} s"
+    assert time.time() < deadline, f"{what} not reached in {timeout} s"
     time.sleep(0.2)
+
+
+def wait_for_step(log_paths, procs, step, timeout=180):
+  """Waits until every log shows a progress line at `step` or later."""
+  wait_until(lambda: all(max(progress_steps(p), default=-1) >= step
+                         for p in log_paths),
+             log_paths, procs, f"step {step}", timeout)
 
 
 class Cluster:
