@@ -7,7 +7,7 @@ MASK_BIAS where it is not (padding, future positions).
 import keras
 import tensorflow as tf
 
-from t2tlite.data.vocab import PAD_ID
+from t2tlite.ids import PAD_ID
 from t2tlite.layers.linear import linear
 
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0

@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.feed_forward import FeedForward
-from t2tlite.models.config import TransformerConfig
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -52,30 +51,42 @@ class Residual(keras.layers.Layer):
 
 
 class _StackLayer(keras.layers.Layer):
-  """What encoder and decoder layers share: the architecture config and the
+  """What encoder and decoder layers share: the sizes of section 3 and the
   way their sublayers are made.
 
   Args:
-    config: a TransformerConfig (or its dict form, as get_config gives it).
+    num_heads, d_k, d_v: attention heads and their key/value sizes.
+    d_ff: inner size of the feed-forward sublayer.
+    dropout: residual dropout (P_drop).
+    attention_dropout, relu_dropout: dropout inside the sublayers.
+    norm_position: "post" (paper) or "pre".
+    layer_norm_epsilon: LayerNorm's epsilon.
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, num_heads, d_k, d_v, d_ff, dropout=0.1,
+               attention_dropout=0.0, relu_dropout=0.0, norm_position="post",
+               layer_norm_epsilon=1e-6, **kwargs):
     super().__init__(**kwargs)
-    self.config = TransformerConfig.coerce(config)
+    self.num_heads, self.d_k, self.d_v, self.d_ff = num_heads, d_k, d_v, d_ff
+    self.dropout_rate = dropout
+    self.attention_dropout = attention_dropout
+    self.relu_dropout = relu_dropout
+    self.norm_position = norm_position
+    self.layer_norm_epsilon = layer_norm_epsilon
 
   def _attention(self, name):
-    c = self.config
-    return MultiHeadAttention(c.num_heads, c.d_k, c.d_v, c.attention_dropout,
-                              name=name, dtype=self.dtype_policy)
+    return MultiHeadAttention(self.num_heads, self.d_k, self.d_v,
+                              self.attention_dropout, name=name,
+                              dtype=self.dtype_policy)
 
   def _residual(self, name):
-    c = self.config
-    return Residual(c.norm_position, c.dropout, c.layer_norm_epsilon,
-                    name=name, dtype=self.dtype_policy)
+    return Residual(self.norm_position, self.dropout_rate,
+                    self.layer_norm_epsilon, name=name,
+                    dtype=self.dtype_policy)
 
   def _feed_forward(self):
-    return FeedForward(self.config.d_ff, self.config.relu_dropout,
-                       name="feed_forward", dtype=self.dtype_policy)
+    return FeedForward(self.d_ff, self.relu_dropout, name="feed_forward",
+                       dtype=self.dtype_policy)
 
   def _feed_forward_block(self, x, training, search_weights=None):
     h = self.feed_forward_residual.sublayer_input(x)
@@ -86,7 +97,12 @@ class _StackLayer(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(config=self.config.to_dict())
+    config.update(num_heads=self.num_heads, d_k=self.d_k, d_v=self.d_v,
+                  d_ff=self.d_ff, dropout=self.dropout_rate,
+                  attention_dropout=self.attention_dropout,
+                  relu_dropout=self.relu_dropout,
+                  norm_position=self.norm_position,
+                  layer_norm_epsilon=self.layer_norm_epsilon)
     return config
 
 
@@ -99,8 +115,8 @@ class EncoderLayer(_StackLayer):
   [batch, heads, src_len, src_len] when return_attention_weights).
   """
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, **kwargs)
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
     self.self_attention = self._attention("self_attention")
     self.self_attention_residual = self._residual("self_attention_residual")
     self.feed_forward = self._feed_forward()
@@ -131,8 +147,8 @@ class DecoderLayer(_StackLayer):
   (`memory_keys_values`).
   """
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, **kwargs)
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
     self.self_attention = self._attention("self_attention")
     self.self_attention_residual = self._residual("self_attention_residual")
     self.encdec_attention = self._attention("encdec_attention")
@@ -213,8 +229,8 @@ class DecoderLayer(_StackLayer):
       for a growing cache, else max_decode_length zeros).
     """
     positions = 0 if max_decode_length is None else max_decode_length
-    c, dtype = self.config, self.compute_dtype
+    dtype = self.compute_dtype
     return {
-        "k": tf.zeros([batch_size, c.num_heads, positions, c.d_k], dtype),
-        "v": tf.zeros([batch_size, c.num_heads, positions, c.d_v], dtype),
+        "k": tf.zeros([batch_size, self.num_heads, positions, self.d_k], dtype),
+        "v": tf.zeros([batch_size, self.num_heads, positions, self.d_v], dtype),
     }

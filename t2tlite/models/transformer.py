@@ -71,9 +71,14 @@ class Transformer(keras.Model):
         c.position_encoding, c.max_length, name="decoder_positions",
         dtype=policy)
     self.embedding_dropout = keras.layers.Dropout(c.dropout, dtype=policy)
-    self.encoder_layers = [EncoderLayer(c, name=f"encoder_{i}", dtype=policy)
+    sizes = dict(
+        num_heads=c.num_heads, d_k=c.d_k, d_v=c.d_v, d_ff=c.d_ff,
+        dropout=c.dropout, attention_dropout=c.attention_dropout,
+        relu_dropout=c.relu_dropout, norm_position=c.norm_position,
+        layer_norm_epsilon=c.layer_norm_epsilon, dtype=policy)
+    self.encoder_layers = [EncoderLayer(**sizes, name=f"encoder_{i}")
                            for i in range(c.num_layers)]
-    self.decoder_layers = [DecoderLayer(c, name=f"decoder_{i}", dtype=policy)
+    self.decoder_layers = [DecoderLayer(**sizes, name=f"decoder_{i}")
                            for i in range(c.num_layers)]
     if c.norm_position == "pre":
       self.encoder_norm = keras.layers.LayerNormalization(
