@@ -186,3 +186,34 @@ def test_model_and_search_load_no_tokenizer(module):
       f"importing {module} loads {sorted(external & set(HEAVY))}, through "
       f"{sorted(m for m in reached if m.startswith('t2tlite.data'))}")
 
+
+def test_no_test_module_imports_another():
+  """Shared test code lives in tests/support (on sys.path, pytest.ini); a
+  test module imported by another would run its tests' imports and
+  fixtures in the importer, and could not move on its own."""
+  tests = os.path.join(REPO, "tests")
+  test_modules = set()
+  sources = []
+  for dirpath, _, filenames in os.walk(tests):
+    for filename in filenames:
+      if filename.endswith(".py"):
+        sources.append(os.path.join(dirpath, filename))
+        if filename.startswith("test_") or filename == "conftest.py":
+          test_modules.add(filename[:-len(".py")])
+  wrong = []
+  for path in sorted(sources):
+    with open(path, encoding="utf-8") as f:
+      tree = ast.parse(f.read(), path)
+    for node in ast.walk(tree):
+      if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+      elif isinstance(node, ast.ImportFrom):
+        names = [node.module or ""] + [alias.name for alias in node.names]
+      else:
+        continue
+      for name in names:
+        parts = name.split(".")
+        if parts[0] == "tests" or set(parts) & test_modules:
+          wrong.append(f"{os.path.relpath(path, REPO)}:{node.lineno}: "
+                       f"imports {name}")
+  assert not wrong, "test modules imported:\n" + "\n".join(wrong)
