@@ -111,8 +111,8 @@ class EncoderLayer(_StackLayer):
   """Self-attention then feed-forward, each in a Residual wrapper.
 
   Call: x [batch, src_len, d_model], bias float32 [batch, 1, 1, src_len]
-  (padding) -> [batch, src_len, d_model] (and the self-attention weights
-  [batch, heads, src_len, src_len] when return_attention_weights).
+  (padding) -> (y [batch, src_len, d_model], the self-attention weights
+  float32 [batch, heads, src_len, src_len]).
   """
 
   def __init__(self, *args, **kwargs):
@@ -128,23 +128,21 @@ class EncoderLayer(_StackLayer):
       layer.build(x_shape)
     self.self_attention.build(x_shape)
 
-  def call(self, x, bias, training=False, return_attention_weights=False):
+  def call(self, x, bias, training=False):
     h = self.self_attention_residual.sublayer_input(x)
-    attended, weights = self.self_attention(
-        h, bias=bias, training=training, return_attention_weights=True)
+    attended, weights = self.self_attention(h, bias=bias, training=training)
     x = self.self_attention_residual(x, attended, training=training)
-    x = self._feed_forward_block(x, training)
-    return (x, weights) if return_attention_weights else x
+    return self._feed_forward_block(x, training), weights
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
 class DecoderLayer(_StackLayer):
   """Masked self-attention, encoder-decoder attention, feed-forward.
 
-  The same `call` runs teacher-forced (all positions at once, causal
-  self_bias) and in a search, one position at a time with a self-attention
-  cache (`init_cache`) and the encoder keys/values computed once
-  (`memory_keys_values`).
+  `call` runs teacher-forced (all positions at once, causal self_bias);
+  `call_cached` runs one position of a search, with a self-attention cache
+  (`init_cache`) and the encoder keys/values computed once
+  (`memory_keys_values`). Each returns one shape of result.
   """
 
   def __init__(self, *args, **kwargs):
@@ -164,46 +162,61 @@ class DecoderLayer(_StackLayer):
     self.self_attention.build(x_shape)
     self.encdec_attention.build(x_shape, memory_shape or x_shape)
 
-  def call(self, x, memory, self_bias=None, memory_bias=None, training=False,
-           return_attention_weights=False, cache=None, step=None,
-           search_weights=None):
-    """One decoder layer.
+  def call(self, x, memory, self_bias=None, memory_bias=None, training=False):
+    """Teacher-forced: every position at once.
 
     Args:
-      x: [rows, tgt_len, d_model] (tgt_len 1 with a cache).
-      memory: the encoder output [rows, src_len, d_model], or its keys and
-        values from `memory_keys_values` ([batch, ...], batch dividing rows:
-        a batch element's beams are consecutive rows and share them).
-      self_bias: float32 [1, 1, tgt_len, tgt_len] causal mask; with a
-        per-batch growing cache, which cached positions each beam sees
-        (`MultiHeadAttention.call`); else None.
+      x: [batch, tgt_len, d_model].
+      memory: the encoder output [batch, src_len, d_model].
+      self_bias: float32 [1, 1, tgt_len, tgt_len] causal mask, or None.
+      memory_bias: float32 [batch, 1, 1, src_len] (padding), or None.
+    Returns:
+      (y [batch, tgt_len, d_model], {"self": float32 [batch, heads,
+      tgt_len, tgt_len], "encdec": float32 [batch, heads, tgt_len,
+      src_len]}).
+    """
+    h = self.self_attention_residual.sublayer_input(x)
+    attended, self_weights = self.self_attention(h, bias=self_bias,
+                                                 training=training)
+    x = self.self_attention_residual(x, attended, training=training)
+    h = self.encdec_attention_residual.sublayer_input(x)
+    attended, encdec_weights = self.encdec_attention(
+        h, memory, bias=memory_bias, training=training)
+    x = self.encdec_attention_residual(x, attended, training=training)
+    x = self._feed_forward_block(x, training)
+    return x, {"self": self_weights, "encdec": encdec_weights}
+
+  def call_cached(self, x, memory_keys_values, cache, self_bias=None,
+                  memory_bias=None, step=None, search_weights=None):
+    """One position of a search (inference: no dropout).
+
+    Args:
+      x: [rows, 1, d_model].
+      memory_keys_values: the encoder keys and values from
+        `memory_keys_values` ([batch, ...], batch dividing rows: a batch
+        element's beams are consecutive rows and share them).
+      cache: this layer's dict from `init_cache` (or the previous step):
+        the self-attention keys and values of earlier positions.
+      self_bias: with a per-batch growing cache, which cached positions
+        each beam sees (`MultiHeadAttention.attend_cached`); else None.
       memory_bias: float32 [batch, 1, 1, src_len] (padding).
-      cache: None, or this layer's dict from `init_cache` (or the previous
-        step): the self-attention keys and values of earlier positions.
       step: int32 scalar, the position of x in a fixed-size cache; None for
         a growing cache.
       search_weights: None, or the per-search weights (linear.read_weight).
     Returns:
-      y [rows, tgt_len, d_model]; then a dict of "self" and "encdec"
-      attention weights if return_attention_weights; then the updated cache
-      if `cache` was given.
+      (y [rows, 1, d_model], {"self": ..., "encdec": ...} float32 attention
+      weights, the updated cache).
     """
     h = self.self_attention_residual.sublayer_input(x)
-    attended, self_weights, *new_cache = self.self_attention(
-        h, bias=self_bias, training=training, return_attention_weights=True,
-        cache=cache, cache_index=step, search_weights=search_weights)
-    x = self.self_attention_residual(x, attended, training=training)
+    attended, self_weights, new_cache = self.self_attention.attend_cached(
+        h, cache, self_bias, step, search_weights)
+    x = self.self_attention_residual(x, attended)
     h = self.encdec_attention_residual.sublayer_input(x)
-    attended, encdec_weights = self.encdec_attention(
-        h, memory, bias=memory_bias, training=training,
-        return_attention_weights=True, search_weights=search_weights)
-    x = self.encdec_attention_residual(x, attended, training=training)
-    x = self._feed_forward_block(x, training, search_weights)
-    results = (x,)
-    if return_attention_weights:
-      results += ({"self": self_weights, "encdec": encdec_weights},)
-    results += tuple(new_cache)
-    return results if len(results) > 1 else x
+    attended, encdec_weights = self.encdec_attention.attend_to_keys_values(
+        h, memory_keys_values, memory_bias, search_weights)
+    x = self.encdec_attention_residual(x, attended)
+    x = self._feed_forward_block(x, False, search_weights)
+    return x, {"self": self_weights, "encdec": encdec_weights}, new_cache
 
   def memory_keys_values(self, memory, search_weights=None):
     """The encoder-decoder keys and values, computed once per search.
