@@ -22,6 +22,9 @@ The ranks, lowest first; packages on one rank are independent of each other:
 
 The registered hparams sets (hparams/, installed as t2tlite.hparams) sit on
 rank 1: they only build HParams.
+
+Also read from the source: the layers, the model and the search load no
+tokenizer library, and no module under tests/ imports a test module.
 """
 import ast
 import os
