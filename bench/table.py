@@ -1,7 +1,7 @@
 """Markdown tables from the JSON lines of bench/suite.sh (or of run.py,
 matmul_peak.py and export_latency.py appended to one file).
 
-    python bench/table.py bench/results/2026-11-21.jsonl
+    python bench/table.py bench/results/2026-11-21-suite.jsonl
 
 Each figure is the median over the file's lines of the same configuration
 (the rounds of suite.sh); the count of lines behind it is shown as "(n)".

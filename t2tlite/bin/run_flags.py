@@ -2,6 +2,7 @@
 t2t-attention, t2t-exporter), which adopt this module's key flags."""
 from absl import flags
 
+from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.bin import common_flags
 from t2tlite.decode import decoding
@@ -37,5 +38,5 @@ def load_trained(dtype=None):
   common_flags.load_run_plugins(FLAGS.output_dir)
   model, info, path = run_dir.load_trained_model(
       FLAGS.output_dir, FLAGS.checkpoint_path, dtype=dtype)
-  hp = decoding.DecodeHParams.for_problem(info.problem, FLAGS.decode_hparams)
+  hp = problem_decoding.decode_hparams(info.problem, FLAGS.decode_hparams)
   return model, info, path, hp

@@ -24,6 +24,7 @@ from absl import logging
 
 from t2tlite import files
 from t2tlite import problem as problem_lib
+from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.bin import common_flags, console, precision_flags, run_flags
 from t2tlite.data.vocab import Vocabulary
@@ -106,8 +107,8 @@ def _load():
   logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = Vocabulary.from_file(info.target_vocab_file)
-  constraint = decoding.problem_constraint(info.problem, vocab, target_vocab,
-                                           hp)
+  constraint = problem_decoding.decode_constraint(info.problem, vocab,
+                                                 target_vocab, hp)
   if constraint is not None:
     logging.info("Outputs constrained by %s (decode hparam "
                  "constrained=false turns it off).",

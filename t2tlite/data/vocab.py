@@ -19,9 +19,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops.sentencepiece_tokenizer import (
     gen_sentencepiece_tokenizer)
 
-PAD_ID = 0
-EOS_ID = 1
-UNK_ID = 2
+from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (re-exported)
 
 MODEL_TYPES = ("bpe", "unigram", "word")
 

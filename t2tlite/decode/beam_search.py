@@ -31,8 +31,8 @@ which other inputs share its batch.
 """
 import tensorflow as tf
 
-from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.vocab_top_k import log_normalizer_and_top_k
+from t2tlite.ids import EOS_ID
 
 # The score of a hypothesis (or token) that must never be chosen: a finite
 # "minus infinity", so that score arithmetic never meets inf - inf = nan.

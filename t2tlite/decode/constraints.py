@@ -24,8 +24,8 @@ it forbids.
 """
 import tensorflow as tf
 
-from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.beam_search import IMPOSSIBLE_LOG_PROB
+from t2tlite.ids import EOS_ID
 
 
 class DecodeConstraint:

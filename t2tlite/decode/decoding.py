@@ -15,12 +15,10 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite import hparams_lib
-from t2tlite import problem as problem_lib
-from t2tlite import registry
-from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
+from t2tlite.ids import EOS_ID, PAD_ID
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +69,6 @@ class DecodeHParams:
     types = {f.name: f.type for f in dataclasses.fields(cls)}
     return cls(**hparams_lib.parse_typed_overrides(text, types,
                                                    "decode hparam"))
-
-  @classmethod
-  def for_problem(cls, problem_name, overrides=""):
-    """The problem's `decode_defaults` (e.g. parsing: the paper's beam 21 and
-    input length + 300, alpha 0) with `overrides` applied on top."""
-    defaults = problem_lib.decode_defaults(problem_name)
-    return cls.parse(",".join(filter(None, [defaults, overrides])))
 
 
 def decode_lengths(model, inputs, extra_length):
@@ -283,20 +274,6 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   return {"outputs": outputs, "scores": scores}
 
 
-def problem_constraint(problem_name, vocab, target_vocab, hp):
-  """The decoding constraint of problem `problem_name`
-  (`Problem.decode_constraint`), or None: when hp.constrained is false, the
-  problem has none, or it is not registered (a plugin not loaded:
-  `decode_defaults` warns of it)."""
-  if not hp.constrained:
-    return None
-  try:
-    problem = problem_lib.get_problem(problem_name)
-  except registry.RegistryError:
-    return None
-  return problem.decode_constraint(vocab, target_vocab)
-
-
 def encode_inputs(vocab, strings):
   """tf.string [batch] -> int32 [batch, src_len]: ids + EOS, 0-padded."""
   ids = vocab.encode(strings)
@@ -353,7 +330,7 @@ class Decoder:
     hp: DecodeHParams.
     target_vocab: its target Vocabulary; None: vocab (shared).
     constraint: None, or the `constraints.DecodeConstraint` every output
-      obeys (see `problem_constraint`).
+      obeys (see `t2tlite.problem_decoding.decode_constraint`).
   """
 
   def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):

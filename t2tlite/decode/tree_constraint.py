@@ -27,8 +27,8 @@ encode.
 """
 import tensorflow as tf
 
-from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.decode.constraints import DecodeConstraint
+from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 
 WORD_BOUNDARY = "\u2581"  # sentencepiece's "▁"
 

@@ -27,6 +27,7 @@ import tensorflow as tf
 from t2tlite import files, run_dir
 from t2tlite import precision as precision_lib
 from t2tlite import problem as problem_lib
+from t2tlite import problem_decoding
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import decoding
 from t2tlite.decode.decoding import DecodeHParams
@@ -98,7 +99,7 @@ def _decode_hparams(decode_hparams, problem_name):
   string (or None) on top."""
   if isinstance(decode_hparams, DecodeHParams):
     return decode_hparams
-  return DecodeHParams.for_problem(problem_name, decode_hparams or "")
+  return problem_decoding.decode_hparams(problem_name, decode_hparams or "")
 
 
 def _publish(tmp, export_dir):
@@ -154,8 +155,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))
-  constraint = decoding.problem_constraint(info.problem, vocab,
-                                          target_vocab or vocab, hp)
+  constraint = problem_decoding.decode_constraint(
+      info.problem, vocab, target_vocab or vocab, hp)
   # Constrained outputs are well-formed, so the problem's postprocess can
   # run in the graph (parsing: bracketed trees with the input's words).
   postprocess = (problem_lib.get_problem(info.problem).postprocess_graph

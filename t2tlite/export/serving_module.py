@@ -31,8 +31,8 @@ both); nothing runs Python at serving time.
 import tensorflow as tf
 
 from t2tlite import run_dir
-from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.decode import decoding
+from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
@@ -177,7 +177,7 @@ class ServingModule(tf.Module):
       model.config.max_length (hparams.max_length).
     target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
     constraint: None, or the DecodeConstraint both signatures' outputs obey
-      (`decoding.problem_constraint`).
+      (`problem_decoding.decode_constraint`).
     postprocess: None, or the text signature's in-graph postprocess
       (`Problem.postprocess_graph`; parsing: bracketed trees with the words).
   """

@@ -7,7 +7,7 @@ MASK_BIAS where it is not (padding, future positions).
 import keras
 import tensorflow as tf
 
-from t2tlite.data.vocab import PAD_ID
+from t2tlite.ids import PAD_ID
 from t2tlite.layers.linear import linear
 
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0
@@ -134,25 +134,58 @@ class MultiHeadAttention(keras.layers.Layer):
     return (self._project(memory, self.w_k, self.d_k, search_weights, groups),
             self._project(memory, self.w_v, self.d_v, search_weights, groups))
 
-  def call(self, query, memory=None, bias=None, training=False,
-           return_attention_weights=False, cache=None, cache_index=None,
-           search_weights=None):
-    """Attends from `query` over `memory`.
+  def call(self, query, memory=None, bias=None, training=False):
+    """Attends from `query` over itself or over `memory`.
 
     Args:
       query: [rows, q_len, d_model].
-      memory: None (self-attention), [rows, k_len, d_model], or the pair
-        (k [batch, heads, k_len, d_k], v [batch, heads, k_len, d_v]) from
-        `project_memory`, computed once per search. With such a pair `batch`
-        may divide `rows`: the rows of one batch element (its beams) are
-        consecutive and attend to its keys as query positions of one
-        attention, so beams share one copy of the keys and values.
-      bias: float32 broadcastable to [batch, heads, q_len, k_len], or None.
-      cache: self-attention one position at a time (q_len 1): {"k": [rows,
-        heads, positions, d_k], "v": [rows, heads, positions, d_v]}, the
-        keys and values of the earlier positions. The query's own are
-        appended (cache_index None: a growing cache), or written at position
-        `cache_index` of a fixed-size cache whose later positions are then
+      memory: None (self-attention) or [rows, k_len, d_model].
+      bias: float32 broadcastable to [rows, heads, q_len, k_len], or None.
+    Returns:
+      (outputs [rows, q_len, d_model], float32 weights
+      [rows, heads, q_len, k_len]).
+    """
+    q = self._project(query, self.w_q, self.d_k, None)
+    k, v = self.project_memory(query if memory is None else memory)
+    return self._attend(q, k, v, bias, training, None)
+
+  def attend_to_keys_values(self, query, keys_values, bias=None,
+                            search_weights=None):
+    """Attends from `query` over keys and values computed once per search
+    (`project_memory`).
+
+    Args:
+      query: [rows, q_len, d_model].
+      keys_values: (k [batch, heads, k_len, d_k], v [batch, heads, k_len,
+        d_v]), `batch` dividing `rows`: the rows of one batch element (its
+        beams) are consecutive and attend to its keys as query positions of
+        one attention, so beams share one copy of the keys and values.
+      bias: float32 broadcastable to [batch, heads, q_len * rows / batch,
+        k_len], or None.
+      search_weights: None, or the per-search weights (linear.read_weight).
+    Returns:
+      (outputs [rows, q_len, d_model], float32 weights
+      [batch, heads, q_len * rows / batch, k_len]).
+    """
+    k, v = keys_values
+    x = tf.reshape(query, [tf.shape(k)[0], -1, query.shape[-1]])
+    q = self._project(x, self.w_q, self.d_k, search_weights)
+    outputs, weights = self._attend(q, k, v, bias, False, search_weights)
+    outputs = tf.reshape(outputs, tf.shape(query))
+    outputs.set_shape(query.shape)
+    return outputs, weights
+
+  def attend_cached(self, query, cache, bias=None, step=None,
+                    search_weights=None):
+    """Self-attention of one position with the keys and values of the
+    earlier ones.
+
+    Args:
+      query: [rows, 1, d_model].
+      cache: {"k": [rows, heads, positions, d_k], "v": [rows, heads,
+        positions, d_v]}, the keys and values of the earlier positions. The
+        query's own are appended (step None: a growing cache), or written at
+        position `step` of a fixed-size cache whose later positions are then
         hidden (static shapes, for XLA). A growing cache may also hold
         `batch` rows for rows = batch * beams queries: {"k": [batch, heads,
         positions * beams, d_k], ...}, position-major. Then a batch
@@ -160,59 +193,50 @@ class MultiHeadAttention(keras.layers.Layer):
         their keys and values side by side, and `bias` says which cached
         positions belong to each beam's hypothesis, so a search never
         reorders the cache (`Transformer.decode_step`).
-      cache_index: int32 scalar, see `cache`.
+      bias: float32, see `cache`; None for a fixed-size or row cache.
+      step: int32 scalar, the position written in a fixed-size cache; None
+        for a growing one.
       search_weights: None, or the per-search weights (linear.read_weight).
     Returns:
-      outputs [rows, q_len, d_model]; then the float32 weights
-      [batch, heads, q_len * rows / batch, k_len] if
-      return_attention_weights; then the updated cache if `cache` was given.
+      (outputs [rows, 1, d_model], float32 weights [groups, heads,
+      rows / groups, positions + 1] (groups: the cache's rows), the updated
+      cache).
     """
-    grouped = isinstance(memory, (tuple, list))
-    if grouped:
-      k, v = memory
-      x = tf.reshape(query, [tf.shape(k)[0], -1, query.shape[-1]])
-    else:
-      x = query
     # A per-batch cache groups the rows after the projections, which keep
     # the [rows, 1, d_model] inputs (and so the kernels) of a row cache.
-    groups = None
-    if cache is not None and cache_index is None:
-      groups = tf.shape(cache["k"])[0]
-    q = self._project(x, self.w_q, self.d_k, search_weights, groups)
-    if not grouped:
-      k, v = self.project_memory(query if memory is None else memory,
-                                 search_weights, groups)
-    if cache is not None:
-      k, v, bias = self._with_cache(cache, cache_index, k, v, bias)
+    groups = tf.shape(cache["k"])[0] if step is None else None
+    q = self._project(query, self.w_q, self.d_k, search_weights, groups)
+    k, v = self.project_memory(query, search_weights, groups)
+    k, v, bias = self._with_cache(cache, step, k, v, bias)
+    rows = None if groups is None else tf.shape(query)[0]
+    outputs, weights = self._attend(q, k, v, bias, False, search_weights,
+                                    rows)
+    return outputs, weights, dict(cache, k=k, v=v)
+
+  def _attend(self, q, k, v, bias, training, search_weights, rows=None):
+    """Heads q, k, v -> (outputs [.., q_len, d_model], float32 weights);
+    with `rows`, the grouped queries go back to [rows, 1, ...] before the
+    output projection."""
     heads, weights = scaled_dot_product_attention(
         q, k, v, bias, self.weights_dropout, training)
     merged = self._merge_heads(heads)
-    if groups is not None:  # back to [rows, 1, heads * d_v]
-      merged = tf.reshape(merged, [tf.shape(query)[0], -1, merged.shape[-1]])
-    outputs = linear(merged, self.w_o, self.compute_dtype, search_weights)
-    if grouped:
-      outputs = tf.reshape(outputs, tf.shape(query))
-      outputs.set_shape(query.shape)
-    results = (outputs,)
-    if return_attention_weights:
-      results += (weights,)
-    if cache is not None:
-      results += (dict(cache, k=k, v=v),)
-    return results if len(results) > 1 else outputs
+    if rows is not None:  # back to [rows, 1, heads * d_v]
+      merged = tf.reshape(merged, [rows, -1, merged.shape[-1]])
+    return linear(merged, self.w_o, self.compute_dtype, search_weights), weights
 
   @staticmethod
-  def _with_cache(cache, cache_index, k_new, v_new, bias):
+  def _with_cache(cache, step, k_new, v_new, bias):
     """Keys and values of every position so far, and the bias hiding the
     ones not written yet (for a growing cache, which holds no others, the
     `bias` given: the beams' lineage, or None)."""
-    if cache_index is None:
+    if step is None:
       return (tf.concat([cache["k"], k_new], axis=2),
               tf.concat([cache["v"], v_new], axis=2), bias)
     max_len = tf.shape(cache["k"])[2]
     positions = tf.range(max_len)
-    at_step = tf.equal(positions, cache_index)[tf.newaxis, tf.newaxis, :,
-                                               tf.newaxis]
-    visible = positions <= cache_index
+    at_step = tf.equal(positions, step)[tf.newaxis, tf.newaxis, :,
+                                        tf.newaxis]
+    visible = positions <= step
     bias = tf.where(visible, 0.0, MASK_BIAS)[tf.newaxis, tf.newaxis,
                                               tf.newaxis, :]
     return (tf.where(at_step, k_new, cache["k"]),

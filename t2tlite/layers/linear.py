@@ -15,7 +15,7 @@ decoder layers multiply by kernels stored [d_out, d_in] in a batch matmul of
 one [1, rows, d_in] batch with transpose_b. On AVX-512 oneDNN runs that as
 its brgemm matmul, as fast as the 2-D GEMM; on AVX2 it runs the jit GEMM
 with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
-[d_in, d_out] kernel for a step's shapes (bench/matmul_shapes.py;
+[d_in, d_out] kernel for a step's shapes (bench/matmul_shapes.py at f5a3704;
 BUILD_NOTES.md, Decoding layouts).
 
 An int8 search (`add_int8_kernels`) multiplies the same maps in int8

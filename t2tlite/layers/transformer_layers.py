@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.feed_forward import FeedForward
-from t2tlite.models.config import TransformerConfig
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -52,30 +51,42 @@ class Residual(keras.layers.Layer):
 
 
 class _StackLayer(keras.layers.Layer):
-  """What encoder and decoder layers share: the architecture config and the
+  """What encoder and decoder layers share: the sizes of section 3 and the
   way their sublayers are made.
 
   Args:
-    config: a TransformerConfig (or its dict form, as get_config gives it).
+    num_heads, d_k, d_v: attention heads and their key/value sizes.
+    d_ff: inner size of the feed-forward sublayer.
+    dropout: residual dropout (P_drop).
+    attention_dropout, relu_dropout: dropout inside the sublayers.
+    norm_position: "post" (paper) or "pre".
+    layer_norm_epsilon: LayerNorm's epsilon.
   """
 
-  def __init__(self, config, **kwargs):
+  def __init__(self, num_heads, d_k, d_v, d_ff, dropout=0.1,
+               attention_dropout=0.0, relu_dropout=0.0, norm_position="post",
+               layer_norm_epsilon=1e-6, **kwargs):
     super().__init__(**kwargs)
-    self.config = TransformerConfig.coerce(config)
+    self.num_heads, self.d_k, self.d_v, self.d_ff = num_heads, d_k, d_v, d_ff
+    self.dropout_rate = dropout
+    self.attention_dropout = attention_dropout
+    self.relu_dropout = relu_dropout
+    self.norm_position = norm_position
+    self.layer_norm_epsilon = layer_norm_epsilon
 
   def _attention(self, name):
-    c = self.config
-    return MultiHeadAttention(c.num_heads, c.d_k, c.d_v, c.attention_dropout,
-                              name=name, dtype=self.dtype_policy)
+    return MultiHeadAttention(self.num_heads, self.d_k, self.d_v,
+                              self.attention_dropout, name=name,
+                              dtype=self.dtype_policy)
 
   def _residual(self, name):
-    c = self.config
-    return Residual(c.norm_position, c.dropout, c.layer_norm_epsilon,
-                    name=name, dtype=self.dtype_policy)
+    return Residual(self.norm_position, self.dropout_rate,
+                    self.layer_norm_epsilon, name=name,
+                    dtype=self.dtype_policy)
 
   def _feed_forward(self):
-    return FeedForward(self.config.d_ff, self.config.relu_dropout,
-                       name="feed_forward", dtype=self.dtype_policy)
+    return FeedForward(self.d_ff, self.relu_dropout, name="feed_forward",
+                       dtype=self.dtype_policy)
 
   def _feed_forward_block(self, x, training, search_weights=None):
     h = self.feed_forward_residual.sublayer_input(x)
@@ -86,7 +97,12 @@ class _StackLayer(keras.layers.Layer):
 
   def get_config(self):
     config = super().get_config()
-    config.update(config=self.config.to_dict())
+    config.update(num_heads=self.num_heads, d_k=self.d_k, d_v=self.d_v,
+                  d_ff=self.d_ff, dropout=self.dropout_rate,
+                  attention_dropout=self.attention_dropout,
+                  relu_dropout=self.relu_dropout,
+                  norm_position=self.norm_position,
+                  layer_norm_epsilon=self.layer_norm_epsilon)
     return config
 
 
@@ -95,12 +111,12 @@ class EncoderLayer(_StackLayer):
   """Self-attention then feed-forward, each in a Residual wrapper.
 
   Call: x [batch, src_len, d_model], bias float32 [batch, 1, 1, src_len]
-  (padding) -> [batch, src_len, d_model] (and the self-attention weights
-  [batch, heads, src_len, src_len] when return_attention_weights).
+  (padding) -> (y [batch, src_len, d_model], the self-attention weights
+  float32 [batch, heads, src_len, src_len]).
   """
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, **kwargs)
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
     self.self_attention = self._attention("self_attention")
     self.self_attention_residual = self._residual("self_attention_residual")
     self.feed_forward = self._feed_forward()
@@ -112,27 +128,25 @@ class EncoderLayer(_StackLayer):
       layer.build(x_shape)
     self.self_attention.build(x_shape)
 
-  def call(self, x, bias, training=False, return_attention_weights=False):
+  def call(self, x, bias, training=False):
     h = self.self_attention_residual.sublayer_input(x)
-    attended, weights = self.self_attention(
-        h, bias=bias, training=training, return_attention_weights=True)
+    attended, weights = self.self_attention(h, bias=bias, training=training)
     x = self.self_attention_residual(x, attended, training=training)
-    x = self._feed_forward_block(x, training)
-    return (x, weights) if return_attention_weights else x
+    return self._feed_forward_block(x, training), weights
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
 class DecoderLayer(_StackLayer):
   """Masked self-attention, encoder-decoder attention, feed-forward.
 
-  The same `call` runs teacher-forced (all positions at once, causal
-  self_bias) and in a search, one position at a time with a self-attention
-  cache (`init_cache`) and the encoder keys/values computed once
-  (`memory_keys_values`).
+  `call` runs teacher-forced (all positions at once, causal self_bias);
+  `call_cached` runs one position of a search, with a self-attention cache
+  (`init_cache`) and the encoder keys/values computed once
+  (`memory_keys_values`). Each returns one shape of result.
   """
 
-  def __init__(self, config, **kwargs):
-    super().__init__(config, **kwargs)
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
     self.self_attention = self._attention("self_attention")
     self.self_attention_residual = self._residual("self_attention_residual")
     self.encdec_attention = self._attention("encdec_attention")
@@ -148,46 +162,61 @@ class DecoderLayer(_StackLayer):
     self.self_attention.build(x_shape)
     self.encdec_attention.build(x_shape, memory_shape or x_shape)
 
-  def call(self, x, memory, self_bias=None, memory_bias=None, training=False,
-           return_attention_weights=False, cache=None, step=None,
-           search_weights=None):
-    """One decoder layer.
+  def call(self, x, memory, self_bias=None, memory_bias=None, training=False):
+    """Teacher-forced: every position at once.
 
     Args:
-      x: [rows, tgt_len, d_model] (tgt_len 1 with a cache).
-      memory: the encoder output [rows, src_len, d_model], or its keys and
-        values from `memory_keys_values` ([batch, ...], batch dividing rows:
-        a batch element's beams are consecutive rows and share them).
-      self_bias: float32 [1, 1, tgt_len, tgt_len] causal mask; with a
-        per-batch growing cache, which cached positions each beam sees
-        (`MultiHeadAttention.call`); else None.
+      x: [batch, tgt_len, d_model].
+      memory: the encoder output [batch, src_len, d_model].
+      self_bias: float32 [1, 1, tgt_len, tgt_len] causal mask, or None.
+      memory_bias: float32 [batch, 1, 1, src_len] (padding), or None.
+    Returns:
+      (y [batch, tgt_len, d_model], {"self": float32 [batch, heads,
+      tgt_len, tgt_len], "encdec": float32 [batch, heads, tgt_len,
+      src_len]}).
+    """
+    h = self.self_attention_residual.sublayer_input(x)
+    attended, self_weights = self.self_attention(h, bias=self_bias,
+                                                 training=training)
+    x = self.self_attention_residual(x, attended, training=training)
+    h = self.encdec_attention_residual.sublayer_input(x)
+    attended, encdec_weights = self.encdec_attention(
+        h, memory, bias=memory_bias, training=training)
+    x = self.encdec_attention_residual(x, attended, training=training)
+    x = self._feed_forward_block(x, training)
+    return x, {"self": self_weights, "encdec": encdec_weights}
+
+  def call_cached(self, x, memory_keys_values, cache, self_bias=None,
+                  memory_bias=None, step=None, search_weights=None):
+    """One position of a search (inference: no dropout).
+
+    Args:
+      x: [rows, 1, d_model].
+      memory_keys_values: the encoder keys and values from
+        `memory_keys_values` ([batch, ...], batch dividing rows: a batch
+        element's beams are consecutive rows and share them).
+      cache: this layer's dict from `init_cache` (or the previous step):
+        the self-attention keys and values of earlier positions.
+      self_bias: with a per-batch growing cache, which cached positions
+        each beam sees (`MultiHeadAttention.attend_cached`); else None.
       memory_bias: float32 [batch, 1, 1, src_len] (padding).
-      cache: None, or this layer's dict from `init_cache` (or the previous
-        step): the self-attention keys and values of earlier positions.
       step: int32 scalar, the position of x in a fixed-size cache; None for
         a growing cache.
       search_weights: None, or the per-search weights (linear.read_weight).
     Returns:
-      y [rows, tgt_len, d_model]; then a dict of "self" and "encdec"
-      attention weights if return_attention_weights; then the updated cache
-      if `cache` was given.
+      (y [rows, 1, d_model], {"self": ..., "encdec": ...} float32 attention
+      weights, the updated cache).
     """
     h = self.self_attention_residual.sublayer_input(x)
-    attended, self_weights, *new_cache = self.self_attention(
-        h, bias=self_bias, training=training, return_attention_weights=True,
-        cache=cache, cache_index=step, search_weights=search_weights)
-    x = self.self_attention_residual(x, attended, training=training)
+    attended, self_weights, new_cache = self.self_attention.attend_cached(
+        h, cache, self_bias, step, search_weights)
+    x = self.self_attention_residual(x, attended)
     h = self.encdec_attention_residual.sublayer_input(x)
-    attended, encdec_weights = self.encdec_attention(
-        h, memory, bias=memory_bias, training=training,
-        return_attention_weights=True, search_weights=search_weights)
-    x = self.encdec_attention_residual(x, attended, training=training)
-    x = self._feed_forward_block(x, training, search_weights)
-    results = (x,)
-    if return_attention_weights:
-      results += ({"self": self_weights, "encdec": encdec_weights},)
-    results += tuple(new_cache)
-    return results if len(results) > 1 else x
+    attended, encdec_weights = self.encdec_attention.attend_to_keys_values(
+        h, memory_keys_values, memory_bias, search_weights)
+    x = self.encdec_attention_residual(x, attended)
+    x = self._feed_forward_block(x, False, search_weights)
+    return x, {"self": self_weights, "encdec": encdec_weights}, new_cache
 
   def memory_keys_values(self, memory, search_weights=None):
     """The encoder-decoder keys and values, computed once per search.
@@ -213,8 +242,8 @@ class DecoderLayer(_StackLayer):
       for a growing cache, else max_decode_length zeros).
     """
     positions = 0 if max_decode_length is None else max_decode_length
-    c, dtype = self.config, self.compute_dtype
+    dtype = self.compute_dtype
     return {
-        "k": tf.zeros([batch_size, c.num_heads, positions, c.d_k], dtype),
-        "v": tf.zeros([batch_size, c.num_heads, positions, c.d_v], dtype),
+        "k": tf.zeros([batch_size, self.num_heads, positions, self.d_k], dtype),
+        "v": tf.zeros([batch_size, self.num_heads, positions, self.d_v], dtype),
     }

@@ -19,7 +19,7 @@ begin a word, and which target ids are word tokens.
 import keras
 import tensorflow as tf
 
-from t2tlite.data.vocab import EOS_ID
+from t2tlite.ids import EOS_ID
 from t2tlite.layers.linear import position_wise, read_weight
 
 

@@ -71,9 +71,14 @@ class Transformer(keras.Model):
         c.position_encoding, c.max_length, name="decoder_positions",
         dtype=policy)
     self.embedding_dropout = keras.layers.Dropout(c.dropout, dtype=policy)
-    self.encoder_layers = [EncoderLayer(c, name=f"encoder_{i}", dtype=policy)
+    sizes = dict(
+        num_heads=c.num_heads, d_k=c.d_k, d_v=c.d_v, d_ff=c.d_ff,
+        dropout=c.dropout, attention_dropout=c.attention_dropout,
+        relu_dropout=c.relu_dropout, norm_position=c.norm_position,
+        layer_norm_epsilon=c.layer_norm_epsilon, dtype=policy)
+    self.encoder_layers = [EncoderLayer(**sizes, name=f"encoder_{i}")
                            for i in range(c.num_layers)]
-    self.decoder_layers = [DecoderLayer(c, name=f"decoder_{i}", dtype=policy)
+    self.decoder_layers = [DecoderLayer(**sizes, name=f"decoder_{i}")
                            for i in range(c.num_layers)]
     if c.norm_position == "pre":
       self.encoder_norm = keras.layers.LayerNormalization(
@@ -136,7 +141,7 @@ class Transformer(keras.Model):
                     training)
     weights = []
     for layer in self.encoder_layers:
-      x, w = layer(x, bias, training=training, return_attention_weights=True)
+      x, w = layer(x, bias, training=training)
       weights.append(w)
     x = self._final_norm(x, "encoder_norm")
     return (x, weights) if return_attention_weights else x
@@ -172,8 +177,9 @@ class Transformer(keras.Model):
 
     Args:
       decoder_inputs: int32 [rows, len] ids at positions start ...
-      layer_memories: per decoder layer, the encoder output or its keys and
-        values (see `DecoderLayer.call`).
+      layer_memories: per decoder layer, the encoder output (teacher-forced:
+        `DecoderLayer.call`) or, with caches, its keys and values
+        (`DecoderLayer.call_cached`).
       memory_bias: float32 [batch, 1, 1, src_len].
       self_bias: the causal mask when teacher-forced; with growing caches
         the lineage bias (`_lineage_bias`); else None.
@@ -193,15 +199,15 @@ class Transformer(keras.Model):
                     pointer=pointer)
     weights, new_caches = [], []
     for i, layer in enumerate(self.decoder_layers):
-      cache_args = {}
-      if caches is not None:
-        cache_args = dict(cache=caches[i], step=None if growing else start)
-      x, w, *new_cache = layer(
-          x, layer_memories[i], self_bias, memory_bias, training=training,
-          return_attention_weights=True, search_weights=search_weights,
-          **cache_args)
+      if caches is None:
+        x, w = layer(x, layer_memories[i], self_bias, memory_bias,
+                     training=training)
+      else:
+        x, w, new_cache = layer.call_cached(
+            x, layer_memories[i], caches[i], self_bias, memory_bias,
+            step=None if growing else start, search_weights=search_weights)
+        new_caches.append(new_cache)
       weights.append(w)
-      new_caches += new_cache
     logits = self.embedding.logits(self._final_norm(x, "decoder_norm"),
                                    search_weights=search_weights)
     return logits, weights, (new_caches if caches is not None else None)

@@ -249,27 +249,6 @@ def test_training_says_what_it_does_and_stays_quiet(plugin_run):
 
 
 @pytest.mark.timeout(420)
-def test_run_timeline_reads_the_training_log(plugin_run, tmp_path):
-  _, run = plugin_run
-  log = tmp_path / "train.log"
-  log.write_text(run.stderr, encoding="utf-8")
-  timeline = json.loads(subprocess.run(
-      [sys.executable, str(REPO / "bench" / "run_timeline.py"), str(log),
-       "--wall_secs=1000"], capture_output=True, text=True, timeout=60,
-      check=True).stdout)
-  # 4 steps logged every 2, the final evaluation, the final checkpoint.
-  assert timeline["evaluations"] == 1 and timeline["checkpoints_saved"] == 1
-  assert timeline["dev_curve"][0]["step"] == 4
-  parts = (timeline["before_first_step_secs"] + timeline["evaluation_secs"]
-           + timeline["training_secs"])
-  assert parts == pytest.approx(timeline["logged_secs"], abs=0.2)
-  assert timeline["outside_log_secs"] == pytest.approx(
-      1000 - timeline["logged_secs"], abs=0.1)
-  assert timeline["padded_slots_per_step"] == 2 * 256  # TINY batch_size
-  assert 0 < timeline["real_share_of_slots"] <= 1
-
-
-@pytest.mark.timeout(420)
 def test_plugin_model_is_rebuilt_from_the_run_folder(plugin_run):
   from t2tlite import registry, run_dir
   output_dir, _ = plugin_run

@@ -6,8 +6,9 @@ import sys
 import pytest
 
 from t2tlite import precision
-from t2tlite.decode.decoding import DecodeHParams, Decoder, cpu_cores
+from t2tlite.decode.decoding import DecodeHParams, Decoder
 
+import host
 from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
                         trained_run)
 from train_helpers import user_env
@@ -74,11 +75,12 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
   assert run.returncode == 0, run.stderr
   assert "Decoding computes in float32 (mixed_precision=float32)" in (
       run.stderr)
-  # Auto: two concurrent searches on 2+ cores, each on its share of them.
-  cores = cpu_cores()
-  threads_line = (f"Decoding as 2 concurrent searches, {cores // 2} "
+  # Auto: two concurrent searches on a CPU of 2+ cores, each on its share
+  # of them; one search (and TensorFlow's threads) on one core or a GPU.
+  threads_line = (f"Decoding as 2 concurrent searches, {host.cores() // 2} "
                   "intra-op thread(s) an op.")
-  assert (threads_line in run.stderr) == (cores >= 2), run.stderr
+  assert (threads_line in run.stderr) == (host.auto_searches() == 2), (
+      run.stderr)
   written = target.read_text(encoding="utf-8").split("\n")
   assert written[-1] == "" and len(written) == len(lines) + 1
   # In process: the same searches, with TensorFlow's default threads.

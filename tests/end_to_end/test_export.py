@@ -12,6 +12,7 @@ from t2tlite import precision, run_dir
 from t2tlite.decode.decoding import DecodeHParams, Decoder
 from t2tlite.export import exporter, serving_module
 
+import host
 from run_folder import MULTI30K_RAW, TINY, multi30k_lines, trained_run
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -79,8 +80,8 @@ def test_layout_metadata_and_ops(exported):
     metadata = json.load(f)
   assert metadata["decode_hparams"]["beam_size"] == 2
   # "auto" resolved on this machine: the searches the graph holds.
-  assert metadata["decode_hparams"]["concurrent_searches"] == (
-      2 if len(os.sched_getaffinity(0)) >= 2 else 1)
+  assert (metadata["decode_hparams"]["concurrent_searches"] ==
+          host.auto_searches())
   assert metadata["max_input_length"] == TINY.max_length
   assert metadata["checkpoint"].endswith("ckpt-1")
   # The default export computes in float32, whatever this machine prefers.

@@ -54,8 +54,8 @@ def lose_worker_1(cluster, data_dir, output_dir, fault):
   procs, logs = cluster.start(data_dir, output_dir, f"--train_steps={LONG}",
                               "--save_checkpoints_secs=1")
   wait_for_step(logs, procs, 3)
-  while train_helpers.latest_step(str(output_dir)) is None:
-    time.sleep(0.1)
+  wait_until(lambda: train_helpers.latest_step(str(output_dir)) is not None,
+             logs, procs, "a checkpoint")
   os.kill(procs[1].pid, fault)
   sent = time.time()
   procs[0].wait(timeout=LOSS_BOUND_SECS + 30)

@@ -1,6 +1,6 @@
 """Two t2t-trainer workers on 127.0.0.1 training a tiny model: the harness of
-the fault tests (tests/end_to_end/test_faults.py) and of
-bench/worker_loss_bound.py."""
+the fault tests (tests/end_to_end/test_faults.py); and `wait_until`, the
+polling with a deadline that every test waiting on a process uses."""
 import json
 import re
 import time

@@ -15,8 +15,9 @@ from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
-from test_tree_constraint import (INPUT_PIECES, TARGET_PIECES, check_trees,
-                                  random_inputs)
+from search_graphs import weight_transposes
+from tree_pieces import (INPUT_PIECES, TARGET_PIECES, check_trees,
+                         random_inputs)
 
 # Rows of different lengths (padding differs between the blocks' rows).
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
@@ -65,13 +66,6 @@ def test_an_int8_search_over_an_empty_block(tiny_model):
   two = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True,
                    concurrent_searches=2)
   np.testing.assert_array_equal(two["outputs"], one["outputs"])
-
-
-def weight_transposes(graph):
-  """Transposes of 2-D tensors in `graph`: the decoding layouts of kernels
-  (`linear.add_decoding_kernels`), when the search makes its weights."""
-  return [op for op in graph.get_operations()
-          if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
 
 
 def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
@@ -133,12 +127,21 @@ def test_constrained_concurrent_searches_give_trees():
   np.testing.assert_array_equal(outputs[2], outputs[1])
 
 
-def test_searches_for_picks_two_on_two_cores(monkeypatch):
+def test_searches_for_picks_two_on_two_cores_and_one_on_a_gpu(monkeypatch):
+  # The machine is set here (cores, no GPU, then a GPU), not read.
+  monkeypatch.setattr(tf.config, "list_physical_devices",
+                      lambda kind=None: [])
   monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
   assert searches_for(DecodeHParams()) == 2
   assert searches_for(DecodeHParams(int8=True)) == 2
   assert searches_for(DecodeHParams(concurrent_searches=3)) == 3
   monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0})
+  assert searches_for(DecodeHParams()) == 1
+  assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
+  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
+  monkeypatch.setattr(
+      tf.config, "list_physical_devices",
+      lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
   assert searches_for(DecodeHParams()) == 1
   assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
 

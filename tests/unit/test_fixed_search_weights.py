@@ -10,7 +10,7 @@ from t2tlite.decode.decoding import decode_ids, fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
-from test_concurrent_searches import weight_transposes
+from search_graphs import weight_transposes
 
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
                       [13, 1, 0, 0, 0, 0]], tf.int32)

@@ -191,11 +191,6 @@ def test_embedding_is_shared_and_scaled():
                              x.numpy() @ table.T, rtol=1e-4, atol=1e-4)
 
 
-def layer_config(overrides):
-  return TransformerConfig.from_hparams(
-      t2tlite.create_hparams("transformer_tiny", overrides))
-
-
 @pytest.mark.parametrize("layer, args", [
     (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, attention_dropout=0.1),
      [tf.zeros([1, 4, 8])]),
@@ -203,11 +198,11 @@ def layer_config(overrides):
     (SharedEmbedding(vocab_size=11, d_model=8), [tf.zeros([1, 4], tf.int32)]),
     (PositionEncoding("learned", max_length=9), [tf.zeros([1, 4, 8])]),
     (Residual("pre", 0.3, 1e-5), [tf.zeros([1, 4, 8]), tf.zeros([1, 4, 8])]),
-    (EncoderLayer(layer_config(
-        "num_heads=2,d_k=4,d_v=4,d_ff=16,dropout=0.2,attention_dropout=0.1,"
-        "relu_dropout=0.1,norm_position=pre,layer_norm_epsilon=1e-5")),
+    (EncoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16, dropout=0.2,
+                  attention_dropout=0.1, relu_dropout=0.1,
+                  norm_position="pre", layer_norm_epsilon=1e-5),
      [tf.zeros([1, 4, 8]), None]),
-    (DecoderLayer(layer_config("num_heads=2,d_k=4,d_v=4,d_ff=16")),
+    (DecoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16),
      [tf.zeros([1, 3, 8]), tf.zeros([1, 4, 8]), None, None]),
 ])
 def test_layer_get_config_round_trip(layer, args):

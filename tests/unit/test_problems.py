@@ -199,18 +199,19 @@ def test_reading_before_datagen_says_what_to_run(tmp_path):
 
 def test_problem_decode_defaults_under_user_overrides(caplog):
   from t2tlite.decode.decoding import DecodeHParams
-  parsing = DecodeHParams.for_problem("parsing_wsj")
+  from t2tlite.problem_decoding import decode_hparams
+  parsing = decode_hparams("parsing_wsj")
   assert (parsing.beam_size, parsing.alpha, parsing.extra_length) == (
       21, 0.0, 300)  # paper, section 6.3, but alpha chosen on dev
-  mine = DecodeHParams.for_problem("parsing_wsj", "beam_size=4,alpha=0.6")
+  mine = decode_hparams("parsing_wsj", "beam_size=4,alpha=0.6")
   assert (mine.beam_size, mine.alpha, mine.extra_length) == (4, 0.6, 300)
-  assert DecodeHParams.for_problem("translate_ende_wmt_rev") == DecodeHParams()
+  assert decode_hparams("translate_ende_wmt_rev") == DecodeHParams()
   with caplog.at_level("WARNING"):
-    unknown = DecodeHParams.for_problem("not_a_problem", "alpha=1.0")
+    unknown = decode_hparams("not_a_problem", "alpha=1.0")
   assert unknown == DecodeHParams(alpha=1.0)
   assert "not_a_problem is not registered" in caplog.text
   with pytest.raises(ValueError, match="beam_sise"):
-    DecodeHParams.for_problem("parsing_wsj", "beam_sise=4")
+    decode_hparams("parsing_wsj", "beam_sise=4")
 
 
 def test_vocabulary_files_per_side_and_the_reversed_swap(tmp_path):
