@@ -40,6 +40,8 @@ import time
 
 from absl import logging
 
+from t2tlite import onednn
+
 PRECISIONS = ("bfloat16", "float16", "float32")
 AUTO = "auto"
 # An export is served elsewhere: float32 (the default) or bfloat16 on request.
@@ -102,6 +104,9 @@ class Device:
     measured: when and where that figure was kept ("2026-11-25, kept in
       /root/.cache/t2tlite/bfloat16_speedup.json"), for messages; "" when
       not measured here.
+    machine: the processor architecture, as platform.machine() names it.
+    onednn_enabled: whether TensorFlow's oneDNN path is on in this process.
+    onednn_setting: how TF_ENABLE_ONEDNN_OPTS was set (`onednn.Setting`).
   """
   cpu_model: str = "unknown CPU"
   cpu_family: str = ""
@@ -112,6 +117,9 @@ class Device:
   isa_cap: str = ""
   bfloat16_speedup: float | None = None
   measured: str = ""
+  machine: str = "x86_64"
+  onednn_enabled: bool = True
+  onednn_setting: onednn.Setting = onednn.Setting("1", onednn.BY_T2TLITE)
 
   def cpu_bf16_flags(self):
     return [f for f in CPU_BF16_FLAGS if f in self.cpu_flags]
@@ -152,11 +160,14 @@ class Choice:
     reason: why this precision (the device and what it computes natively).
     warning: set when an explicit precision is emulated on this device: the
       reason and the faster choice. None otherwise.
+    onednn: whether TensorFlow's oneDNN kernels compute, and why ("oneDNN
+      on (default set by t2tlite)"); "" when not known.
   """
   precision: str
   requested: str
   reason: str
   warning: str | None = None
+  onednn: str = ""
 
   @property
   def keras_policy(self):
@@ -242,15 +253,26 @@ def choose(requested, device=None):
                      f"{', '.join(PRECISIONS)}")
   device = device or describe_device()
   native, why = _native(device)
+  kernels = onednn_phrase(device)
   if requested == AUTO:
-    return Choice(native, requested, why)
+    return Choice(native, requested, why, onednn=kernels)
   emulated = _emulated_reason(requested, device)
   if emulated is None:
     faster = "" if native == requested else f"; auto would pick {native}"
-    return Choice(requested, requested, f"asked for{faster} ({why})")
+    return Choice(requested, requested, f"asked for{faster} ({why})",
+                  onednn=kernels)
   warning = (f"mixed_precision={requested} runs as asked, but {emulated}, so "
              f"it is slower than {native}: use {native} (or auto) for speed.")
-  return Choice(requested, requested, f"asked for ({emulated})", warning)
+  return Choice(requested, requested, f"asked for ({emulated})", warning,
+                onednn=kernels)
+
+
+def onednn_phrase(device):
+  """Whether oneDNN computes on `device`, and why ("" without an x86 CPU
+  doing the work: a GPU, or another architecture)."""
+  if device.gpus or device.machine.lower() not in onednn.X86_MACHINES:
+    return ""
+  return onednn.describe(device.onednn_enabled, device.onednn_setting)
 
 
 _warned = set()
@@ -263,8 +285,9 @@ def announce(choice, what="Training"):
     choice: a Choice.
     what: the computation, for the message ("Training", "Decoding").
   """
-  logging.info("%s computes in %s (mixed_precision=%s): %s.", what,
-               choice.precision, choice.requested, choice.reason)
+  kernels = f"; {choice.onednn}" if choice.onednn else ""
+  logging.info("%s computes in %s (mixed_precision=%s): %s%s.", what,
+               choice.precision, choice.requested, choice.reason, kernels)
   if choice.warning and choice.warning not in _warned:
     _warned.add(choice.warning)
     logging.warning("%s", choice.warning)
@@ -348,7 +371,8 @@ def describe_device(remeasure=False):
       cpu_model_number=info.get("model", ""),
       cores=os.cpu_count() or 1,
       cpu_flags=usable_cpu_flags(info.get("flags", "").split(), isa_cap),
-      gpus=_gpus(), isa_cap=isa_cap)
+      gpus=_gpus(), isa_cap=isa_cap, machine=platform.machine(),
+      onednn_enabled=onednn.enabled(), onednn_setting=onednn.setting())
   if device.gpus or not device.cpu_bf16_flags():
     return device
   return _with_kept_speedup(device, remeasure)
