@@ -275,6 +275,66 @@ def onednn_phrase(device):
   return onednn.describe(device.onednn_enabled, device.onednn_setting)
 
 
+@dataclasses.dataclass(frozen=True)
+class Int8Support:
+  """Whether the int8 search (decode hparam int8) can run, and how.
+
+  Attributes:
+    available: the quantized kernel computes here.
+    reason: why (or why not), naming what is missing.
+    weights_first: the int8 layout (`t2tlite.layers.int8`): the weights as
+      the kernel's first operand, fast where oneDNN may use VNNI.
+  """
+  available: bool
+  reason: str
+  weights_first: bool = False
+
+
+# ONEDNN_MAX_CPU_ISA values below AVX2: the int8 search was built and
+# checked for AVX2's u8 x s8 multiply-add and later only.
+ISA_CAPS_BELOW_AVX2 = ("SSE41", "AVX")
+
+
+def int8_support(device):
+  """Whether `device` runs the int8 search (pure: reads only `device`).
+
+  TensorFlow registers `QuantizedMatMulWithBiasAndDequantize` on the CPU
+  with a no-op kernel; the kernel that computes is oneDNN's
+  (`_MklQuantizedMatMulWithBiasAndDequantize`, u8 x s8 inner product), put
+  in its place by the oneDNN graph rewrite, which runs only when
+  TensorFlow's oneDNN path is on (IsMKLEnabled: TF_ENABLE_ONEDNN_OPTS=1, or
+  TensorFlow's default on CPUs with AVX512_VNNI, AVX512_BF16 or AMX). With
+  it off the op leaves its output unset ("Missing 0-th output"). oneDNN
+  computes u8 x s8 on every x86 ISA it supports; VNNI only decides the fast
+  layout (`weights_first`).
+  """
+  gpu = device.slowest_gpu()
+  if gpu is not None:
+    return Int8Support(False, f"int8 decoding is for CPUs, and {gpu.name} "
+                       "decodes in its own precision")
+  if device.machine.lower() not in onednn.X86_MACHINES:
+    return Int8Support(False, f"int8 decoding needs an x86 CPU (this is "
+                       f"{device.machine})")
+  if not device.onednn_enabled:
+    return Int8Support(False, "the int8 kernel exists only on TensorFlow's "
+                       "oneDNN path, and " +
+                       onednn.describe(False, device.onednn_setting))
+  cap = device.isa_cap.upper()
+  if "avx2" not in device.cpu_flags or cap in ISA_CAPS_BELOW_AVX2:
+    below = (f"ONEDNN_MAX_CPU_ISA={device.isa_cap}" if cap in
+             ISA_CAPS_BELOW_AVX2 else "this CPU has no avx2")
+    return Int8Support(False, "int8 decoding needs AVX2 or later, and "
+                       + below)
+  vnni = [f for f in CPU_VNNI_FLAGS if f in device.cpu_flags]
+  if vnni:
+    return Int8Support(True, f"oneDNN's u8 x s8 kernel with {vnni[0]}",
+                       weights_first=True)
+  without = (f" (ONEDNN_MAX_CPU_ISA={device.isa_cap} rules VNNI out)"
+             if device.isa_cap else "")
+  return Int8Support(True, "oneDNN's u8 x s8 kernel with AVX2's "
+                     f"multiply-add, no VNNI{without}")
+
+
 _warned = set()
 
 
