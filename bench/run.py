@@ -274,8 +274,10 @@ class EosDisabled:
     self.model = model
     self.config = model.config
 
-  def search_weights(self, int8=False, keep_variables=False):
-    return self.model.search_weights(int8, keep_variables)
+  def search_weights(self, int8=False, keep_variables=False,
+                     int8_weights_first=False):
+    return self.model.search_weights(int8, keep_variables,
+                                     int8_weights_first)
 
   def prepare_decoding(self, inputs, max_decode_length, int8=False,
                        search_weights=None):
@@ -297,7 +299,9 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
   (so sources of length L give exactly L decoding steps), with the search's
   weights made once, as t2t-decoder's Decoder makes them."""
   wrapped = EosDisabled(model)
-  weights = fixed_search_weights(wrapped, int8)
+  weights_first = int8 and precision.int8_support(
+      precision.describe_device()).weights_first
+  weights = fixed_search_weights(wrapped, int8, weights_first)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
                                 alpha=alpha, extra_length=0,

@@ -15,6 +15,7 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite import hparams_lib
+from t2tlite import precision
 from t2tlite import problem as problem_lib
 from t2tlite import registry
 from t2tlite.data.vocab import EOS_ID, PAD_ID
@@ -186,7 +187,7 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def fixed_search_weights(model, int8=False):
+def fixed_search_weights(model, int8=False, weights_first=False):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
   decoder or an export of a checkpoint): `decode_ids` then skips making
@@ -198,12 +199,17 @@ def fixed_search_weights(model, int8=False):
   compute dtype stay the model's tf.Variables (no second copy); the others
   (casts, layouts, quantized kernels) are tensors made here.
 
+  Args:
+    model: a Transformer (or anything with its search_weights).
+    int8: the int8 search's weights (see DecodeHParams).
+    weights_first: their layout (`precision.int8_support`).
   Returns:
     {key: tf.Variable, tensor, or a dict of tensors (an int8 kernel)}, as
     `decode_ids`'s search_weights.
   """
   with tf.init_scope():
-    return model.search_weights(int8=int8, keep_variables=True)
+    return model.search_weights(int8=int8, keep_variables=True,
+                                int8_weights_first=weights_first)
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
@@ -360,7 +366,9 @@ class Decoder:
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    weights = fixed_search_weights(model, hp.int8)
+    weights_first = hp.int8 and precision.int8_support(
+        precision.describe_device()).weights_first
+    weights = fixed_search_weights(model, hp.int8, weights_first)
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
                                        self.target_vocab, constraint,

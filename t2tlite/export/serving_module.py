@@ -30,6 +30,7 @@ both); nothing runs Python at serving time.
 """
 import tensorflow as tf
 
+from t2tlite import precision
 from t2tlite import run_dir
 from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.decode import decoding
@@ -194,7 +195,9 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
-    fixed = decoding.fixed_search_weights(model, hp.int8)
+    weights_first = hp.int8 and precision.int8_support(
+        precision.describe_device()).weights_first
+    fixed = decoding.fixed_search_weights(model, hp.int8, weights_first)
     self.search_weights = {
         key: tf.nest.map_structure(
             lambda t: tf.Variable(t, trainable=False), value)
