@@ -187,6 +187,37 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
+_int8_reasons_logged = set()
+
+
+def int8_here(hp, device=None):
+  """Decode hparams that run on this machine, and the int8 layout.
+
+  Where the int8 kernel cannot compute (`precision.int8_support`: oneDNN
+  off, no AVX2, a GPU), int8 is turned off, with one log line naming the
+  reason (once per reason and process), and the search multiplies in the
+  compute precision instead.
+
+  Args:
+    hp: DecodeHParams.
+    device: a precision.Device; default this machine.
+  Returns:
+    (hp, or a copy with int8=False; the weights_first layout for
+    `fixed_search_weights`).
+  """
+  if not hp.int8:
+    return hp, False
+  with tf.init_scope():  # describing the machine may run ops: not in a trace
+    support = precision.int8_support(device or precision.describe_device())
+  if support.available:
+    return hp, support.weights_first
+  if support.reason not in _int8_reasons_logged:
+    _int8_reasons_logged.add(support.reason)
+    logging.warning("int8=true is not available here, so decoding runs "
+                    "without int8: %s.", support.reason)
+  return dataclasses.replace(hp, int8=False), False
+
+
 def fixed_search_weights(model, int8=False, weights_first=False):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
@@ -325,6 +356,10 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
   """
+  if hp.int8:
+    hp, _ = int8_here(hp)
+    if not hp.int8:  # int8 weights the search could not multiply
+      search_weights = None
   result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
                       hp.alpha, hp.extra_length, hp.return_beams,
                       constraint=constraint, int8=hp.int8,
@@ -366,8 +401,8 @@ class Decoder:
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    weights_first = hp.int8 and precision.int8_support(
-        precision.describe_device()).weights_first
+    hp, weights_first = int8_here(hp)
+    self.hp = hp
     weights = fixed_search_weights(model, hp.int8, weights_first)
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,

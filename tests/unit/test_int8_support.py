@@ -2,7 +2,10 @@
 descriptions of machines: no TensorFlow op, no dependence on this CPU."""
 import dataclasses
 
+from absl import logging
+
 from t2tlite import onednn, precision
+from t2tlite.decode import decoding
 
 ON = onednn.Setting("1", onednn.BY_T2TLITE)
 OFF_BY_USER = onednn.Setting("0", onednn.BY_USER)
@@ -72,3 +75,21 @@ def test_gpu_machines_and_other_architectures_decode_in_float():
   arm = dataclasses.replace(ZEN3, machine="aarch64", cpu_flags=frozenset())
   support = precision.int8_support(arm)
   assert not support.available and "aarch64" in support.reason
+
+
+def test_decoding_turns_int8_off_where_unavailable_saying_why_once(
+    monkeypatch):
+  warnings = []
+  monkeypatch.setattr(logging, "warning",
+                      lambda fmt, *args: warnings.append(fmt % args))
+  monkeypatch.setattr(decoding, "_int8_reasons_logged", set())
+  off = dataclasses.replace(ZEN3, onednn_enabled=False,
+                            onednn_setting=OFF_BY_USER)
+  hp = decoding.DecodeHParams(int8=True, beam_size=2)
+  for _ in range(2):
+    settled, weights_first = decoding.int8_here(hp, off)
+    assert not settled.int8 and not weights_first
+    assert settled.beam_size == 2
+  assert len(warnings) == 1 and "TF_ENABLE_ONEDNN_OPTS=0" in warnings[0]
+  assert decoding.int8_here(hp, ZEN4) == (hp, True)
+  assert decoding.int8_here(hp, ZEN3) == (hp, False)
