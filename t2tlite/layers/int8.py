@@ -164,3 +164,33 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
     shifted, row_scales = quantize_rows(x, bits)
     normalized = normalized_product(shifted, quantized, bits)
   return tf.cast(normalized * row_scales * quantized["scales"], x.dtype)
+
+
+def kernel_works():
+  """Whether the u8 x s8 kernel computes in this process: a bool scalar,
+  computed in the graph at each call (a few small ops), so that a SavedModel
+  can choose its search where it is served (TF Serving runs no Python).
+
+  TensorFlow's own kernel for `QuantizedMatMulWithBiasAndDequantize` is a
+  no-op; oneDNN's replaces it only where TensorFlow's oneDNN path is on. The
+  no-op leaves its output unset, an error for whatever reads it, so the
+  probe runs as a tf.data map over one element: `ignore_errors` drops the
+  element on that error, and the count of elements left says whether the
+  kernel ran.
+  """
+  def probe(element):
+    # Inputs made from the element, so that no graph optimization folds
+    # the product at export time.
+    ones = tf.cast(element + 1, tf.uint8)
+    a = tf.bitcast(tf.fill([1, 4], ones), tf.quint8)
+    b = tf.bitcast(tf.fill([4, 2], tf.cast(ones, tf.int8)), tf.qint8)
+    product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+        a=a, b=b, bias=tf.zeros([2]), min_a=0.0, max_a=255.0, min_b=-127.0,
+        max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
+        Toutput=tf.float32, input_quant_mode="SCALED")
+    return tf.reduce_sum(product)  # reads it (its size is known statically)
+
+  probes = tf.data.Dataset.from_tensors(tf.constant(0)).map(probe)
+  left = probes.ignore_errors().reduce(tf.constant(0),
+                                       lambda count, _: count + 1)
+  return tf.equal(left, 1)
