@@ -41,10 +41,10 @@ import argparse
 import json
 import statistics
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
-import t2tlite
 from t2tlite import precision
 from t2tlite.decode.decoding import fixed_search_weights
 from t2tlite.layers import int8

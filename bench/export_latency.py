@@ -26,6 +26,7 @@ import statistics
 import tempfile
 import time
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 import tensorflow_text
 
@@ -79,7 +80,6 @@ def export_random_model(folder, hparams_set, vocab_size, texts,
                         decode_hparams):
   """Exports a random-weight model of hparams_set; returns the version
   folder."""
-  import t2tlite
   from t2tlite import run_dir
   from t2tlite.data.vocab import train_sentencepiece
   from t2tlite.export.exporter import export_saved_model

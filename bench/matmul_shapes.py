@@ -29,6 +29,7 @@ and formulation (ms, GFLOP/s = 2 rows d_in d_out / time).
 import argparse
 import statistics
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
 from t2tlite import precision

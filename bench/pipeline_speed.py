@@ -15,9 +15,9 @@ import json
 import os
 import time
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
-import t2tlite
 from t2tlite import precision
 from t2tlite.problem import get_problem
 

@@ -20,6 +20,7 @@ import glob
 import json
 import tempfile
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import numpy as np
 import tensorflow as tf
@@ -27,7 +28,6 @@ import tensorflow as tf
 # TensorBoard's profile plugin shows); TensorFlow has no public API for it.
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
-import t2tlite
 from t2tlite import precision
 from t2tlite.decode.decoding import set_search_threads
 from t2tlite.train.trainer import MIXED_PRECISION

@@ -60,10 +60,10 @@ import time
 
 import numpy as np
 
-import keras  # noqa: E402  (t2tlite sets the backend; import order matters)
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
+import keras
 import tensorflow as tf
 
-import t2tlite
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.decoding import (DecodeHParams, decode_ids,
@@ -419,6 +419,12 @@ def main(argv=None):
     # As t2t-decoder does, before TensorFlow starts.
     set_search_threads(concurrent_searches(args.concurrent_searches,
                                            args.xla))
+  if args.int8:
+    support = precision.int8_support(precision.describe_device())
+    if not support.available:  # a reason, not a traceback (no figure)
+      print(f"bench/run.py --int8: int8 is not available here: "
+            f"{support.reason}.", flush=True)
+      return 1
   print(f"machine: {precision.fingerprint()}", flush=True)
   if args.work in TRAIN_WORKS:
     train_result(args, args.work, *TRAIN_WORKS[args.work])

@@ -21,10 +21,10 @@ import json
 import statistics
 
 import numpy as np
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
 import run as bench_run  # bench/run.py, beside this script
-import t2tlite
 from t2tlite import precision
 from t2tlite.layers.attention import causal_bias, scaled_dot_product_attention
 from t2tlite.train.losses import smoothed_cross_entropy
