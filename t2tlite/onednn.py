@@ -52,11 +52,11 @@ def decide(environ, tensorflow_loaded, machine):
     (Setting, the value to set or None to leave the environment alone).
   """
   value = environ.get(ENV)
-  if tensorflow_loaded:
-    return Setting(value, TF_FIRST), None
-  if value is not None:
+  if value is not None:  # what TensorFlow read, or will read
     by_us = environ.get(MARK_ENV) == value
     return Setting(value, BY_T2TLITE if by_us else BY_USER), None
+  if tensorflow_loaded:
+    return Setting(None, TF_FIRST), None
   if machine.lower() not in X86_MACHINES:
     return Setting(None, NOT_X86), None
   return Setting("1", BY_T2TLITE), "1"

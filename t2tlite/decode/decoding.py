@@ -22,6 +22,7 @@ from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
+from t2tlite.layers import int8 as int8_layer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -218,6 +219,28 @@ def int8_here(hp, device=None):
   return dataclasses.replace(hp, int8=False), False
 
 
+def int8_or_float(hp, search_weights, search):
+  """search(hp, search_weights), with int8 chosen in the graph at each call.
+
+  With hp.int8 the graph holds both searches and runs the int8 one where
+  its kernel computes (`int8.kernel_works`, a few small ops), else the one
+  without int8 (its weights made in the call from the model's variables):
+  a traced or exported int8 search never fails for want of the kernel,
+  whatever machine runs it.
+
+  Args:
+    hp: DecodeHParams.
+    search_weights: None, or `fixed_search_weights(model, hp.int8)`.
+    search: callable(hp, search_weights) -> {name: tensor}.
+  """
+  if not hp.int8:
+    return search(hp, search_weights)
+  plain = dataclasses.replace(hp, int8=False)
+  return tf.cond(int8_layer.kernel_works(),
+                 lambda: search(hp, search_weights),
+                 lambda: search(plain, None))
+
+
 def fixed_search_weights(model, int8=False, weights_first=False):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
@@ -356,15 +379,11 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
   """
-  if hp.int8:
-    hp, _ = int8_here(hp)
-    if not hp.int8:  # int8 weights the search could not multiply
-      search_weights = None
-  result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
-                      hp.alpha, hp.extra_length, hp.return_beams,
-                      constraint=constraint, int8=hp.int8,
-                      concurrent_searches=searches_for(hp),
-                      search_weights=search_weights)
+  inputs = encode_inputs(vocab, strings)
+  result = int8_or_float(hp, search_weights, lambda hp, weights: decode_ids(
+      model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
+      hp.return_beams, constraint=constraint, int8=hp.int8,
+      concurrent_searches=searches_for(hp), search_weights=weights))
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.return_beams:

@@ -29,13 +29,12 @@ Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
 
 An int8 export (decode hparam int8) checks at each request that the int8
-kernel computes where it is served (`int8.kernel_works`: it needs
+kernel computes where it is served (`decoding.int8_or_float`: it needs
 TensorFlow's oneDNN path, TF_ENABLE_ONEDNN_OPTS=1 in the server's
 environment on CPUs where TensorFlow leaves it off); where it does not, the
 request runs the float32 search instead (the same outputs as a float32
 export), never an error.
 """
-import dataclasses
 
 import tensorflow as tf
 
@@ -43,7 +42,6 @@ from t2tlite import precision
 from t2tlite import run_dir
 from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.decode import decoding
-from t2tlite.layers import int8
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
@@ -120,9 +118,8 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
-  result = _searched(hp, search_weights, lambda hp, weights: (
-      decoding.decode_strings(model, truncating, text, hp, target_vocab,
-                              constraint, weights)))
+  result = decoding.decode_strings(model, truncating, text, hp, target_vocab,
+                                   constraint, search_weights)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
@@ -154,7 +151,7 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = _searched(hp, search_weights, lambda hp, weights: (
+  result = decoding.int8_or_float(hp, search_weights, lambda hp, weights: (
       decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
                           hp.extra_length, hp.return_beams,
                           constraint=constraint, int8=hp.int8,
@@ -163,17 +160,6 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
-
-
-def _searched(hp, search_weights, search):
-  """search(hp, search_weights); for int8, chosen in the graph at each call:
-  the int8 search where its kernel computes, else the float one (with the
-  search's float weights made from the model's variables in the call)."""
-  if not hp.int8:
-    return search(hp, search_weights)
-  plain = dataclasses.replace(hp, int8=False)
-  return tf.cond(int8.kernel_works(), lambda: search(hp, search_weights),
-                 lambda: search(plain, None))
 
 
 class ServingModule(tf.Module):

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from int8_kernel import needs_int8
 from train_helpers import user_env
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -98,6 +99,7 @@ def test_profile_decode_attributes_the_search_to_op_types():
   assert matmul_share > 0.5, rows[:5]
 
 
+@needs_int8  # its probes run the int8 kernel
 @pytest.mark.timeout(300)
 def test_decode_probes_time_what_they_name():
   probes = {row.pop("probe"): row for row in

@@ -61,7 +61,7 @@ def test_t2t_decoder_int8_without_onednn_decodes_as_float32(run_folder,
 # An export and a fresh serving process (over a minute on 2 cores): the
 # only way to show that a request never fails where the kernel is missing.
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_int8_export_served_without_onednn_translates_as_float32(
     run_folder, tmp_path):
   # Exported here (where int8 may or may not compute), loaded in a fresh
@@ -89,7 +89,7 @@ def test_int8_export_served_without_onednn_translates_as_float32(
   client = subprocess.run(
       [sys.executable, os.path.join(SUPPORT, "fresh_export_client.py"), path,
        str(request), str(result_path)], capture_output=True, text=True,
-      env=onednn_off_env(), timeout=240)
+      env=onednn_off_env(), timeout=400)
   assert client.returncode == 0, client.stderr[-3000:]
   assert "InternalError" not in client.stderr
   result = json.loads(result_path.read_text())

@@ -32,6 +32,9 @@ def test_a_child_process_knows_t2tlite_set_it():
 def test_nothing_changes_once_tensorflow_is_loaded_or_off_x86():
   assert onednn.decide({}, True, "x86_64") == (
       onednn.Setting(None, onednn.TF_FIRST), None)
+  # TensorFlow read the user's setting.
+  assert onednn.decide({ENV: "0"}, True, "x86_64") == (
+      onednn.Setting("0", onednn.BY_USER), None)
   assert onednn.decide({}, False, "aarch64") == (
       onednn.Setting(None, onednn.NOT_X86), None)
 
