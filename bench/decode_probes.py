@@ -45,9 +45,10 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
-from t2tlite import precision
 from t2tlite.decode.decoding import fixed_search_weights
 from t2tlite.layers import int8
+
+from fingerprint import fingerprint
 
 # Run as a script, bench/ is the first folder on the import path.
 import run as bench_run  # round_robin
@@ -226,7 +227,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rounds", type=int, default=15)
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   for probe in (qkv, in_place_cache, int8_hybrid, onednn_int8,
                 search_weights):
     print(json.dumps({"probe": probe.__name__, **probe(args.rounds)}),

@@ -19,8 +19,9 @@ import statistics
 import subprocess
 import sys
 
-from t2tlite import precision
 from t2tlite.train.summaries import read_scalars
+
+from fingerprint import fingerprint
 
 RUNS = {"fp32_seed1": (["--mixed_precision=float32"], 1),
         "bf16_seed1": (["--mixed_precision=bfloat16"], 1),
@@ -52,7 +53,7 @@ def main():
   parser.add_argument("--every", type=int, default=10)
   parser.add_argument("--work_dir", required=True)
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   curves, speed = {}, {}
   for name, (extra, seed) in RUNS.items():
     scalars = train(args, name, extra, seed)
@@ -75,7 +76,7 @@ def main():
       "seed2_vs_seed1_max_abs": round(max(seed), 4),
       "median_tokens_per_s": {k: round(v) for k, v in speed.items()},
       "loadavg": list(os.getloadavg()),
-      "fingerprint": precision.fingerprint()}))
+      "fingerprint": fingerprint()}))
 
 
 if __name__ == "__main__":

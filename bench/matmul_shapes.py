@@ -22,7 +22,7 @@ maps and matmul for the logits (t2tlite/layers/linear.py); bfloat16 steps
 run batch_broadcast. Each is traced alone in a tf.function, and the
 formulations of one shape and dtype are timed in turn (`--rounds` rounds,
 medians) after one warm-up call. Output: the machine's fingerprint
-(`t2tlite.precision.fingerprint`: CPU, flags, ONEDNN_MAX_CPU_ISA when set,
+(`bench/fingerprint.py`: CPU, flags, ONEDNN_MAX_CPU_ISA when set,
 matmul peaks) and the load average, then one Markdown table row per shape
 and formulation (ms, GFLOP/s = 2 rows d_in d_out / time).
 """
@@ -32,7 +32,8 @@ import statistics
 import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
-from t2tlite import precision
+
+from fingerprint import fingerprint
 
 # Run as a script, bench/ is the first folder on the import path.
 import run as bench_run  # round_robin, load_average
@@ -83,7 +84,7 @@ def main():
                       "oneDNN has no bfloat16 matmul and aborts: use float32")
   args = parser.parse_args()
   tf.get_logger().setLevel("ERROR")  # one trace per formulation is intended
-  print(f"machine: {precision.fingerprint()}")
+  print(f"machine: {fingerprint()}")
   print(f"load average at start: {bench_run.load_average()}")
   print("| shape | dtype | formulation | ms | GFLOP/s |")
   print("|---|---|---|---:|---:|")

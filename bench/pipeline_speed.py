@@ -18,8 +18,9 @@ import time
 import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
-from t2tlite import precision
 from t2tlite.problem import get_problem
+
+from fingerprint import fingerprint
 
 
 def main():
@@ -30,7 +31,7 @@ def main():
   parser.add_argument("--hparams", default="")
   parser.add_argument("--batches", type=int, default=300)
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   hp = t2tlite.create_hparams(args.hparams_set, args.hparams)
   dataset = get_problem(args.problem).dataset(args.data_dir, "train", hp,
                                               training=True, seed=1)
@@ -51,7 +52,7 @@ def main():
       "tokens_per_s": round(tokens / seconds),
       "cpu_ms_per_batch": round(1e3 * cpu_seconds / args.batches, 2),
       "load_average": os.getloadavg()[0],
-      "machine": precision.fingerprint()}))
+      "machine": fingerprint()}))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ name`, per op: its type and graph name, so that one layer's matmuls come
 apart): its self time per search (summed over the profiler's threads, so
 the total can exceed the wall time) and its share of all op time. Idle
 time is left out.
-The first line is the machine's fingerprint (`t2tlite.precision.fingerprint`,
+The first line is the machine's fingerprint (`bench/fingerprint.py`,
 with ONEDNN_MAX_CPU_ISA when set).
 """
 import argparse
@@ -28,9 +28,10 @@ import tensorflow as tf
 # TensorBoard's profile plugin shows); TensorFlow has no public API for it.
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
-from t2tlite import precision
 from t2tlite.decode.decoding import set_search_threads
 from t2tlite.train.trainer import MIXED_PRECISION
+
+from fingerprint import fingerprint
 
 # Run as a script, bench/ is the first folder on the import path.
 import run as bench_run  # DECODE_BASE, random_ids, decode_search_fn
@@ -72,7 +73,7 @@ def main():
   args = parser.parse_args()
   searches = bench_run.concurrent_searches(args.concurrent_searches)
   set_search_threads(searches)  # as t2t-decoder, before TensorFlow starts
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
   keras.utils.set_random_seed(1)
   model = t2tlite.build_model(

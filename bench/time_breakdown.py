@@ -25,10 +25,11 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 
 import run as bench_run  # bench/run.py, beside this script
-from t2tlite import precision
 from t2tlite.layers.attention import causal_bias, scaled_dot_product_attention
 from t2tlite.train.losses import smoothed_cross_entropy
 from t2tlite.train.schedules import build_optimizer
+
+from fingerprint import fingerprint
 
 
 def train_pieces(args, rng):
@@ -123,7 +124,7 @@ def main():
   parser.add_argument("--rounds", type=int, default=5)
   parser.add_argument("--dtype", default=None, help="e.g. mixed_bfloat16")
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   bench_run.keras.utils.set_random_seed(1)
   rng = np.random.RandomState(1)
   pieces = train_pieces(args, rng)
@@ -140,7 +141,7 @@ def main():
                           statistics.median(t) / whole, 3),
                       "rounds": args.rounds,
                       "loadavg": bench_run.load_average(),
-                      "machine": precision.fingerprint()}), flush=True)
+                      "machine": fingerprint()}), flush=True)
 
 
 if __name__ == "__main__":
