@@ -417,11 +417,11 @@ class Decoder:
   """
 
   def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):
+    # int8 only where its kernel computes (else one log line says why).
+    hp, weights_first = int8_here(hp)
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    hp, weights_first = int8_here(hp)
-    self.hp = hp
     weights = fixed_search_weights(model, hp.int8, weights_first)
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
