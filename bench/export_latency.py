@@ -26,10 +26,12 @@ import statistics
 import tempfile
 import time
 
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import tensorflow as tf
 import tensorflow_text
 
-from t2tlite import precision
+
+from fingerprint import fingerprint
 
 SHARED_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                            "..", "shared", "data")
@@ -59,7 +61,7 @@ def machine():
       "python": platform.python_version(), "platform": platform.platform(),
       "tensorflow": tf.__version__,
       "tensorflow_text": tensorflow_text.__version__,
-      "fingerprint": precision.fingerprint()}}
+      "fingerprint": fingerprint()}}
 
 
 def sentences(path, count=32):
@@ -79,7 +81,6 @@ def export_random_model(folder, hparams_set, vocab_size, texts,
                         decode_hparams):
   """Exports a random-weight model of hparams_set; returns the version
   folder."""
-  import t2tlite
   from t2tlite import run_dir
   from t2tlite.data.vocab import train_sentencepiece
   from t2tlite.export.exporter import export_saved_model
@@ -133,7 +134,7 @@ def main():
                       "Multi30k val.en from ../shared/data if present).")
   parser.add_argument("--runs", type=int, default=5)
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   print(json.dumps(machine()), flush=True)
   texts = sentences(args.inputs)
   with tempfile.TemporaryDirectory() as tmp:

@@ -12,17 +12,17 @@ import json
 import os
 import statistics
 
-from t2tlite import precision
+from fingerprint import fingerprint, matmul_seconds
 
 
 def peak(n, dtype, steps):
-  times = precision.matmul_seconds(dtype, n, steps)
+  times = matmul_seconds(dtype, n, steps)
   median = statistics.median(times)
   return {"work": "matmul_peak", "dtype": dtype, "n": n,
           "step_s_median": round(median, 4),
           "gflop_per_s": round(2 * n**3 / median / 1e9, 1),
           "gflop_per_s_best": round(2 * n**3 / min(times) / 1e9, 1),
-          "steps": steps, "machine": precision.fingerprint(),
+          "steps": steps, "machine": fingerprint(),
           "loadavg": list(os.getloadavg())}
 
 
@@ -31,7 +31,7 @@ def main():
   parser.add_argument("--n", type=int, default=4096)
   parser.add_argument("--steps", type=int, default=7)
   args = parser.parse_args()
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  print(f"machine: {fingerprint()}", flush=True)
   for dtype in ("float32", "bfloat16"):
     print(json.dumps(peak(args.n, dtype, args.steps)), flush=True)
 

@@ -17,9 +17,9 @@ work=${2:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
 shared=$(cd "$(dirname "$0")/../../shared/data" && pwd)
 mkdir -p "$work"
 
-# The machine line of t2tlite.precision (CPU, flags, GPUs, TF, matmul peaks)
-# and the precision auto picked here.
-fingerprint() { python -m t2tlite.precision; }
+# The machine line (CPU, flags, GPUs, TF, matmul peaks: bench/fingerprint.py)
+# and the precision, oneDNN and int8 decisions here (t2tlite.precision).
+fingerprint() { python "$(dirname "$0")/fingerprint.py"; python -m t2tlite.precision; }
 
 # Multi30k EN->$1 (de or fr): datagen, an hour of transformer_multi30k, the
 # dev (val) BLEU behind the decoding choices, then test2016 once.

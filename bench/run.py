@@ -46,7 +46,7 @@ is read back); the figure is the median over `--steps` steps after `--warmup`
 untimed ones (the first includes tracing and XLA compilation).
 
 The first line printed is the machine's fingerprint
-(`t2tlite.precision.fingerprint`: CPU, flags, GPUs, TF, matmul peaks); every
+(`bench/fingerprint.py`: CPU, flags, GPUs, TF, matmul peaks); every
 JSON line repeats it under "machine".
 """
 import argparse
@@ -60,10 +60,10 @@ import time
 
 import numpy as np
 
-import keras  # noqa: E402  (t2tlite sets the backend; import order matters)
+import t2tlite  # first: it turns oneDNN on before TensorFlow loads
+import keras
 import tensorflow as tf
 
-import t2tlite
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.decoding import (DecodeHParams, decode_ids,
@@ -71,6 +71,8 @@ from t2tlite.decode.decoding import (DecodeHParams, decode_ids,
                                      set_search_threads)
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
+
+from fingerprint import fingerprint, matmul_gflops
 
 TRAIN_WORKS = {
     # name: (hparams set, overrides, vocab, batch sentences, length)
@@ -207,7 +209,7 @@ def report(args, work, extra, times, first, params, flops):
     dtype = args.mixed_precision or "float32"
     # The machine is shared: the work's GFLOP/s is put beside a matmul
     # measured right after it, in the same process and dtype.
-    gflops = precision.matmul_gflops(dtype, n=2048, repeats=3)
+    gflops = matmul_gflops(dtype, n=2048, repeats=3)
     peak_now = {"matmul_gflop_per_s_now": round(gflops, 1),
                 "fraction_of_peak_now": round(achieved / gflops, 3)}
   result = {
@@ -221,7 +223,7 @@ def report(args, work, extra, times, first, params, flops):
       "steps": len(times), "warmup": args.warmup,
       "first_step_s": round(first, 2) if first is not None else None,
       "peak_rss_mb": round(peak_rss_mb(), 1), "params": params,
-      "versions": versions(), "machine": precision.fingerprint(),
+      "versions": versions(), "machine": fingerprint(),
       "loadavg": load_average(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                        time.gmtime()),
   }
@@ -274,8 +276,10 @@ class EosDisabled:
     self.model = model
     self.config = model.config
 
-  def search_weights(self, int8=False, keep_variables=False):
-    return self.model.search_weights(int8, keep_variables)
+  def search_weights(self, int8=False, keep_variables=False,
+                     int8_weights_first=False):
+    return self.model.search_weights(int8, keep_variables,
+                                     int8_weights_first)
 
   def prepare_decoding(self, inputs, max_decode_length, int8=False,
                        search_weights=None):
@@ -297,7 +301,9 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
   (so sources of length L give exactly L decoding steps), with the search's
   weights made once, as t2t-decoder's Decoder makes them."""
   wrapped = EosDisabled(model)
-  weights = fixed_search_weights(wrapped, int8)
+  weights_first = int8 and precision.int8_support(
+      precision.describe_device()).weights_first
+  weights = fixed_search_weights(wrapped, int8, weights_first)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
                                 alpha=alpha, extra_length=0,
@@ -415,7 +421,13 @@ def main(argv=None):
     # As t2t-decoder does, before TensorFlow starts.
     set_search_threads(concurrent_searches(args.concurrent_searches,
                                            args.xla))
-  print(f"machine: {precision.fingerprint()}", flush=True)
+  if args.int8:
+    support = precision.int8_support(precision.describe_device())
+    if not support.available:  # a reason, not a traceback (no figure)
+      print(f"bench/run.py --int8: int8 is not available here: "
+            f"{support.reason}.", flush=True)
+      return 1
+  print(f"machine: {fingerprint()}", flush=True)
   if args.work in TRAIN_WORKS:
     train_result(args, args.work, *TRAIN_WORKS[args.work])
   elif args.work == "decode_base":

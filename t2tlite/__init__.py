@@ -5,8 +5,14 @@ time their registry is used (see t2tlite.registry). `Transformer` and
 `build_model` import TensorFlow when first used, so that commands which need
 no TensorFlow (t2t-bleu) start without it.
 """
+# oneDNN's kernels on every x86 CPU (t2tlite.onednn): TensorFlow reads the
+# setting once, as it loads, so this comes before anything imports it.
+from t2tlite import onednn as _onednn
+
+_onednn.set_default()
+
 # Keras must run on TensorFlow whatever the user's environment says.
-import os as _os
+import os as _os  # noqa: E402
 
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 if _os.environ["KERAS_BACKEND"] != "tensorflow":

@@ -1,10 +1,12 @@
-"""Which precision computes fast on this machine, and a one-line description
-of the machine for benchmark figures.
+"""Which precision computes fast on this machine, whether TensorFlow's
+oneDNN kernels compute (`t2tlite.onednn`), and whether the int8 search can
+run (`int8_support`).
 
     device = describe_device()                 # CPU model and flags, GPUs
     choice = choose("auto", device)            # -> Choice(precision="bfloat16", ...)
     announce(choice)                           # logs the choice and why
     build_model(hp, vocab_size, dtype=choice.keras_policy)
+    int8_support(device)                       # -> Int8Support(available, ...)
 
 The rule (`auto`): bfloat16 where the device computes it natively (GPUs of
 compute capability >= 8.0; CPUs with the avx512_bf16 or amx_bf16 flag),
@@ -39,6 +41,8 @@ import tempfile
 import time
 
 from absl import logging
+
+from t2tlite import onednn
 
 PRECISIONS = ("bfloat16", "float16", "float32")
 AUTO = "auto"
@@ -102,6 +106,9 @@ class Device:
     measured: when and where that figure was kept ("2026-11-25, kept in
       /root/.cache/t2tlite/bfloat16_speedup.json"), for messages; "" when
       not measured here.
+    machine: the processor architecture, as platform.machine() names it.
+    onednn_enabled: whether TensorFlow's oneDNN path is on in this process.
+    onednn_setting: how TF_ENABLE_ONEDNN_OPTS was set (`onednn.Setting`).
   """
   cpu_model: str = "unknown CPU"
   cpu_family: str = ""
@@ -112,6 +119,9 @@ class Device:
   isa_cap: str = ""
   bfloat16_speedup: float | None = None
   measured: str = ""
+  machine: str = "x86_64"
+  onednn_enabled: bool = True
+  onednn_setting: onednn.Setting = onednn.Setting("1", onednn.BY_T2TLITE)
 
   def cpu_bf16_flags(self):
     return [f for f in CPU_BF16_FLAGS if f in self.cpu_flags]
@@ -152,11 +162,14 @@ class Choice:
     reason: why this precision (the device and what it computes natively).
     warning: set when an explicit precision is emulated on this device: the
       reason and the faster choice. None otherwise.
+    onednn: whether TensorFlow's oneDNN kernels compute, and why ("oneDNN
+      on (default set by t2tlite)"); "" when not known.
   """
   precision: str
   requested: str
   reason: str
   warning: str | None = None
+  onednn: str = ""
 
   @property
   def keras_policy(self):
@@ -242,15 +255,86 @@ def choose(requested, device=None):
                      f"{', '.join(PRECISIONS)}")
   device = device or describe_device()
   native, why = _native(device)
+  kernels = onednn_phrase(device)
   if requested == AUTO:
-    return Choice(native, requested, why)
+    return Choice(native, requested, why, onednn=kernels)
   emulated = _emulated_reason(requested, device)
   if emulated is None:
     faster = "" if native == requested else f"; auto would pick {native}"
-    return Choice(requested, requested, f"asked for{faster} ({why})")
+    return Choice(requested, requested, f"asked for{faster} ({why})",
+                  onednn=kernels)
   warning = (f"mixed_precision={requested} runs as asked, but {emulated}, so "
              f"it is slower than {native}: use {native} (or auto) for speed.")
-  return Choice(requested, requested, f"asked for ({emulated})", warning)
+  return Choice(requested, requested, f"asked for ({emulated})", warning,
+                onednn=kernels)
+
+
+def onednn_phrase(device):
+  """Whether oneDNN computes on `device`, and why ("" without an x86 CPU
+  doing the work: a GPU, or another architecture)."""
+  if device.gpus or device.machine.lower() not in onednn.X86_MACHINES:
+    return ""
+  return onednn.describe(device.onednn_enabled, device.onednn_setting)
+
+
+@dataclasses.dataclass(frozen=True)
+class Int8Support:
+  """Whether the int8 search (decode hparam int8) can run, and how.
+
+  Attributes:
+    available: the quantized kernel computes here.
+    reason: why (or why not), naming what is missing.
+    weights_first: the int8 layout (`t2tlite.layers.int8`): the weights as
+      the kernel's first operand, fast where oneDNN may use VNNI.
+  """
+  available: bool
+  reason: str
+  weights_first: bool = False
+
+
+# ONEDNN_MAX_CPU_ISA values below AVX2: the int8 search was built and
+# checked for AVX2's u8 x s8 multiply-add and later only.
+ISA_CAPS_BELOW_AVX2 = ("SSE41", "AVX")
+
+
+def int8_support(device):
+  """Whether `device` runs the int8 search (pure: reads only `device`).
+
+  TensorFlow registers `QuantizedMatMulWithBiasAndDequantize` on the CPU
+  with a no-op kernel; the kernel that computes is oneDNN's
+  (`_MklQuantizedMatMulWithBiasAndDequantize`, u8 x s8 inner product), put
+  in its place by the oneDNN graph rewrite, which runs only when
+  TensorFlow's oneDNN path is on (IsMKLEnabled: TF_ENABLE_ONEDNN_OPTS=1, or
+  TensorFlow's default on CPUs with AVX512_VNNI, AVX512_BF16 or AMX). With
+  it off the op leaves its output unset ("Missing 0-th output"). oneDNN
+  computes u8 x s8 on every x86 ISA it supports; VNNI only decides the fast
+  layout (`weights_first`).
+  """
+  gpu = device.slowest_gpu()
+  if gpu is not None:
+    return Int8Support(False, f"int8 decoding is for CPUs, and {gpu.name} "
+                       "decodes in its own precision")
+  if device.machine.lower() not in onednn.X86_MACHINES:
+    return Int8Support(False, f"int8 decoding needs an x86 CPU (this is "
+                       f"{device.machine})")
+  if not device.onednn_enabled:
+    return Int8Support(False, "the int8 kernel exists only on TensorFlow's "
+                       "oneDNN path, and " +
+                       onednn.describe(False, device.onednn_setting))
+  cap = device.isa_cap.upper()
+  if "avx2" not in device.cpu_flags or cap in ISA_CAPS_BELOW_AVX2:
+    below = (f"ONEDNN_MAX_CPU_ISA={device.isa_cap}" if cap in
+             ISA_CAPS_BELOW_AVX2 else "this CPU has no avx2")
+    return Int8Support(False, "int8 decoding needs AVX2 or later, and "
+                       + below)
+  vnni = [f for f in CPU_VNNI_FLAGS if f in device.cpu_flags]
+  if vnni:
+    return Int8Support(True, f"oneDNN's u8 x s8 kernel with {vnni[0]}",
+                       weights_first=True)
+  without = (f" (ONEDNN_MAX_CPU_ISA={device.isa_cap} rules VNNI out)"
+             if device.isa_cap else "")
+  return Int8Support(True, "oneDNN's u8 x s8 kernel with AVX2's "
+                     f"multiply-add, no VNNI{without}")
 
 
 _warned = set()
@@ -263,8 +347,9 @@ def announce(choice, what="Training"):
     choice: a Choice.
     what: the computation, for the message ("Training", "Decoding").
   """
-  logging.info("%s computes in %s (mixed_precision=%s): %s.", what,
-               choice.precision, choice.requested, choice.reason)
+  kernels = f"; {choice.onednn}" if choice.onednn else ""
+  logging.info("%s computes in %s (mixed_precision=%s): %s%s.", what,
+               choice.precision, choice.requested, choice.reason, kernels)
   if choice.warning and choice.warning not in _warned:
     _warned.add(choice.warning)
     logging.warning("%s", choice.warning)
@@ -312,15 +397,6 @@ def usable_cpu_flags(flags, isa_cap=""):
   return flags - ruled_out
 
 
-def cpu_has_vnni():
-  """Whether oneDNN may multiply int8 with VNNI here: the CPU has AVX-512
-  VNNI or AVX-VNNI and ONEDNN_MAX_CPU_ISA does not rule them out. Reads
-  /proc/cpuinfo only (no TensorFlow op), so a graph being traced may ask."""
-  usable = usable_cpu_flags(_cpuinfo().get("flags", "").split(),
-                            os.environ.get("ONEDNN_MAX_CPU_ISA", ""))
-  return any(flag in usable for flag in CPU_VNNI_FLAGS)
-
-
 def _gpus():
   """Visible GPUs with their compute capability, via TensorFlow."""
   import tensorflow as tf
@@ -348,7 +424,8 @@ def describe_device(remeasure=False):
       cpu_model_number=info.get("model", ""),
       cores=os.cpu_count() or 1,
       cpu_flags=usable_cpu_flags(info.get("flags", "").split(), isa_cap),
-      gpus=_gpus(), isa_cap=isa_cap)
+      gpus=_gpus(), isa_cap=isa_cap, machine=platform.machine(),
+      onednn_enabled=onednn.enabled(), onednn_setting=onednn.setting())
   if device.gpus or not device.cpu_bf16_flags():
     return device
   return _with_kept_speedup(device, remeasure)
@@ -433,7 +510,7 @@ def _with_kept_speedup(device, remeasure=False):
       measured=f"{entry.get('date', '?')}, kept in {path}")
 
 
-def _matmul_timer(dtype, n):
+def matmul_timer(dtype, n):
   """A callable that times one n x n x n tf.matmul product in `dtype`
   (seconds, the result read back), after one warm-up product."""
   import tensorflow as tf
@@ -450,13 +527,6 @@ def _matmul_timer(dtype, n):
   return seconds
 
 
-def matmul_seconds(dtype="float32", n=1024, repeats=5):
-  """Seconds of each of `repeats` n x n x n tf.matmul products in `dtype`,
-  after one warm-up, each result read back (a list)."""
-  timer = _matmul_timer(dtype, n)
-  return [timer() for _ in range(repeats)]
-
-
 def bfloat16_speedup(n=1024, pairs=15, warmup_pairs=4):
   """How many times faster an n^3 tf.matmul runs in bfloat16 than in
   float32 here, rounded to 0.01.
@@ -469,7 +539,7 @@ def bfloat16_speedup(n=1024, pairs=15, warmup_pairs=4):
   ran float32 up to 2x slower than later ones on a Xeon virtual machine,
   hence the warm-up.
   """
-  timers = {dtype: _matmul_timer(dtype, n)
+  timers = {dtype: matmul_timer(dtype, n)
             for dtype in ("float32", "bfloat16")}
   for _ in range(warmup_pairs):
     for timer in timers.values():
@@ -478,63 +548,30 @@ def bfloat16_speedup(n=1024, pairs=15, warmup_pairs=4):
   return round(statistics.median(ratios), 2)
 
 
-def matmul_gflops(dtype="float32", n=1024, repeats=5):
-  """GFLOP/s (2 n^3 per product) of an n^3 tf.matmul in `dtype`, the median
-  of `repeats` products (`matmul_seconds`)."""
-  return 2 * n**3 / statistics.median(matmul_seconds(dtype, n, repeats)) / 1e9
-
-
-def fingerprint(device=None, peaks=None, n=1024):
-  """One line saying where a figure was measured, e.g.
-
-      AMD EPYC (family 26 model 2), 2 cores, avx2 avx512f avx512_bf16
-      -amx_bf16, no GPU, TF 2.21.0, matmul 1024^3: float32 180 GFLOP/s,
-      bfloat16 350 GFLOP/s
-
-  Args:
-    device: a Device; default this machine.
-    peaks: {"float32": GFLOP/s, "bfloat16": GFLOP/s}; default measured now
-      (`machine_peaks`, about a second).
-    n: the matmul size the peaks are of.
-  """
+def machine_line(device):
+  """The machine in one line, as `python -m t2tlite.precision` prints it:
+  "AMD EPYC 9654 (family 25 model 17), 2 cores, avx2 avx512f avx512_bf16
+  -amx_bf16, no GPU, TF 2.21.0" (benchmarks add matmul peaks:
+  bench/fingerprint.py)."""
   import tensorflow as tf
-  device = device or describe_device()
-  if peaks is None:
-    # Under an ISA cap without bfloat16, oneDNN aborts on a bfloat16 matmul.
-    capped = device.isa_cap and not device.cpu_bf16_flags()
-    peaks = machine_peaks(n, bfloat16=not capped)
   flags = " ".join(f if f in device.cpu_flags else f"-{f}"
                    for f in FINGERPRINT_FLAGS)
+  cap = f" (ONEDNN_MAX_CPU_ISA={device.isa_cap})" if device.isa_cap else ""
   gpus = ", ".join(f"GPU {g.name} cc {g.compute_capability[0]}."
                    f"{g.compute_capability[1]}" for g in device.gpus)
-  matmul = ", ".join(f"{dtype} {gflops:.0f} GFLOP/s"
-                     for dtype, gflops in peaks.items())
-  cap = f" (ONEDNN_MAX_CPU_ISA={device.isa_cap})" if device.isa_cap else ""
-  # Set by a program (e.g. `decoding.set_search_threads`): the peaks are
-  # then those of that many threads an op.
-  threads = tf.config.threading.get_intra_op_parallelism_threads()
-  threads = f", {threads} intra-op thread(s)" if threads else ""
   return (f"{device.cpu_label()}, {device.cores} cores, {flags}{cap}, "
-          f"{gpus or 'no GPU'}, TF {tf.__version__}{threads}, matmul {n}^3: "
-          f"{matmul}")
-
-
-@functools.lru_cache(maxsize=None)
-def machine_peaks(n=1024, bfloat16=True):
-  """{"float32": GFLOP/s, "bfloat16": GFLOP/s} of an n^3 matmul (measured
-  once per process; float32 only without `bfloat16`)."""
-  dtypes = ("float32", "bfloat16") if bfloat16 else ("float32",)
-  return {dtype: round(matmul_gflops(dtype, n), 1) for dtype in dtypes}
+          f"{gpus or 'no GPU'}, TF {tf.__version__}")
 
 
 def main(argv=None):
-  """`python -m t2tlite.precision [--remeasure]`: the fingerprint and auto's
-  choice."""
+  """`python -m t2tlite.precision [--remeasure]`: the machine, auto's
+  choice, oneDNN and int8 there."""
   import argparse
   parser = argparse.ArgumentParser(
       prog="python -m t2tlite.precision",
-      description="Prints this machine's fingerprint and the precision "
-      "--mixed_precision=auto picks here. On a CPU with a bfloat16 flag the "
+      description="Prints this machine, the precision "
+      "--mixed_precision=auto picks here, whether TensorFlow's oneDNN "
+      "kernels compute and whether decode hparam int8 can run. On a CPU with a bfloat16 flag the "
       "choice rests on a measured bfloat16/float32 matmul speedup, measured "
       "once per machine and kept in " + speedup_cache_path() + ".")
   parser.add_argument("--remeasure", action="store_true",
@@ -543,12 +580,18 @@ def main(argv=None):
                       "while the machine was busy)")
   args = parser.parse_args(argv)
   device = describe_device(remeasure=args.remeasure)
-  print(f"machine: {fingerprint(device)}")
+  print(f"machine: {machine_line(device)}")
   choice = choose(AUTO, device)
   if device.bfloat16_speedup is not None:
     print(f"bfloat16 matmul speedup: {device.bfloat16_speedup}x "
           f"(auto needs {MIN_BFLOAT16_SPEEDUP}x; measured {device.measured})")
   print(f"auto precision: {choice.precision} ({choice.reason})")
+  if choice.onednn:
+    print(f"kernels: {choice.onednn}")
+  int8 = int8_support(device)
+  layout = ", weights first" if int8.weights_first else ""
+  print(f"int8 decoding: {'available' if int8.available else 'unavailable'} "
+        f"({int8.reason}{layout})")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ import os
 
 import pytest
 
+# Before anything imports TensorFlow: t2tlite turns oneDNN on as it loads
+# (t2tlite.onednn), for this process as for the commands it starts.
+import t2tlite  # noqa: F401
+
 # Under pytest-xdist each worker, and every command it starts, computes with
 # one TensorFlow thread: the workers already keep both cores busy, and two
 # processes of two threads each on two cores wait on each other's threads.

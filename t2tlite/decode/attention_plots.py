@@ -57,7 +57,7 @@ def attention_maps(model, vocab, source, target=None, hp=None,
   target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
   if target is None:
-    hp = hp or decoding.DecodeHParams()
+    hp, _ = decoding.int8_here(hp or decoding.DecodeHParams())
     out = decoding.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                               hp.extra_length, constraint=constraint,
                               int8=hp.int8)

@@ -15,10 +15,12 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite import hparams_lib
+from t2tlite import precision
 from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.ids import EOS_ID, PAD_ID
+from t2tlite.layers import int8 as int8_layer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +179,60 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def fixed_search_weights(model, int8=False):
+_int8_reasons_logged = set()
+
+
+def int8_here(hp, device=None):
+  """Decode hparams that run on this machine, and the int8 layout.
+
+  Where the int8 kernel cannot compute (`precision.int8_support`: oneDNN
+  off, no AVX2, a GPU), int8 is turned off, with one log line naming the
+  reason (once per reason and process), and the search multiplies in the
+  compute precision instead.
+
+  Args:
+    hp: DecodeHParams.
+    device: a precision.Device; default this machine.
+  Returns:
+    (hp, or a copy with int8=False; the weights_first layout for
+    `fixed_search_weights`).
+  """
+  if not hp.int8:
+    return hp, False
+  with tf.init_scope():  # describing the machine may run ops: not in a trace
+    support = precision.int8_support(device or precision.describe_device())
+  if support.available:
+    return hp, support.weights_first
+  if support.reason not in _int8_reasons_logged:
+    _int8_reasons_logged.add(support.reason)
+    logging.warning("int8=true is not available here, so decoding runs "
+                    "without int8: %s.", support.reason)
+  return dataclasses.replace(hp, int8=False), False
+
+
+def int8_or_float(hp, search_weights, search):
+  """search(hp, search_weights), with int8 chosen in the graph at each call.
+
+  With hp.int8 the graph holds both searches and runs the int8 one where
+  its kernel computes (`int8.kernel_works`, a few small ops), else the one
+  without int8 (its weights made in the call from the model's variables):
+  a traced or exported int8 search never fails for want of the kernel,
+  whatever machine runs it.
+
+  Args:
+    hp: DecodeHParams.
+    search_weights: None, or `fixed_search_weights(model, hp.int8)`.
+    search: callable(hp, search_weights) -> {name: tensor}.
+  """
+  if not hp.int8:
+    return search(hp, search_weights)
+  plain = dataclasses.replace(hp, int8=False)
+  return tf.cond(int8_layer.kernel_works(),
+                 lambda: search(hp, search_weights),
+                 lambda: search(plain, None))
+
+
+def fixed_search_weights(model, int8=False, weights_first=False):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
   decoder or an export of a checkpoint): `decode_ids` then skips making
@@ -189,12 +244,17 @@ def fixed_search_weights(model, int8=False):
   compute dtype stay the model's tf.Variables (no second copy); the others
   (casts, layouts, quantized kernels) are tensors made here.
 
+  Args:
+    model: a Transformer (or anything with its search_weights).
+    int8: the int8 search's weights (see DecodeHParams).
+    weights_first: their layout (`precision.int8_support`).
   Returns:
     {key: tf.Variable, tensor, or a dict of tensors (an int8 kernel)}, as
     `decode_ids`'s search_weights.
   """
   with tf.init_scope():
-    return model.search_weights(int8=int8, keep_variables=True)
+    return model.search_weights(int8=int8, keep_variables=True,
+                                int8_weights_first=weights_first)
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
@@ -296,11 +356,11 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
     "scores": float32 [batch] (or [batch, beam])}.
   """
-  result = decode_ids(model, encode_inputs(vocab, strings), hp.beam_size,
-                      hp.alpha, hp.extra_length, hp.return_beams,
-                      constraint=constraint, int8=hp.int8,
-                      concurrent_searches=searches_for(hp),
-                      search_weights=search_weights)
+  inputs = encode_inputs(vocab, strings)
+  result = int8_or_float(hp, search_weights, lambda hp, weights: decode_ids(
+      model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
+      hp.return_beams, constraint=constraint, int8=hp.int8,
+      concurrent_searches=searches_for(hp), search_weights=weights))
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.return_beams:
@@ -334,10 +394,12 @@ class Decoder:
   """
 
   def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):
+    # int8 only where its kernel computes (else one log line says why).
+    hp, weights_first = int8_here(hp)
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    weights = fixed_search_weights(model, hp.int8)
+    weights = fixed_search_weights(model, hp.int8, weights_first)
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
                                        self.target_vocab, constraint,

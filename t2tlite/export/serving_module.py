@@ -27,9 +27,18 @@ Input rules, applied in the graph so that no request fails:
   * a batch of 0 inputs gives 0 outputs.
 Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
+
+An int8 export (decode hparam int8) checks at each request that the int8
+kernel computes where it is served (`decoding.int8_or_float`: it needs
+TensorFlow's oneDNN path, TF_ENABLE_ONEDNN_OPTS=1 in the server's
+environment on CPUs where TensorFlow leaves it off); where it does not, the
+request runs the float32 search instead (the same outputs as a float32
+export), never an error.
 """
+
 import tensorflow as tf
 
+from t2tlite import precision
 from t2tlite import run_dir
 from t2tlite.decode import decoding
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
@@ -142,11 +151,12 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
-                               hp.extra_length, hp.return_beams,
-                               constraint=constraint, int8=hp.int8,
-                               concurrent_searches=decoding.searches_for(hp),
-                               search_weights=search_weights)
+  result = decoding.int8_or_float(hp, search_weights, lambda hp, weights: (
+      decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
+                          hp.extra_length, hp.return_beams,
+                          constraint=constraint, int8=hp.int8,
+                          concurrent_searches=decoding.searches_for(hp),
+                          search_weights=weights)))
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -194,7 +204,9 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
-    fixed = decoding.fixed_search_weights(model, hp.int8)
+    weights_first = hp.int8 and precision.int8_support(
+        precision.describe_device()).weights_first
+    fixed = decoding.fixed_search_weights(model, hp.int8, weights_first)
     self.search_weights = {
         key: tf.nest.map_structure(
             lambda t: tf.Variable(t, trainable=False), value)

@@ -75,11 +75,13 @@ class SharedEmbedding(keras.layers.Layer):
     search_weights[self._output_kernel_key] = tf.transpose(
         search_weights[self.embeddings.path])
 
-  def add_int8_output_kernel(self, search_weights):
+  def add_int8_output_kernel(self, search_weights, weights_first=False):
     """Adds to `search_weights` the output kernel ([d_model, vocab])
-    quantized for `int8.matmul`, which `logits` then uses."""
+    quantized for `int8.matmul` in the `weights_first` layout, which
+    `logits` then uses."""
     search_weights[int8.int8_key(self._output_kernel_key)] = (
-        int8.quantize_kernel(self.embeddings, transposed=True))
+        int8.quantize_kernel(self.embeddings, weights_first,
+                             transposed=True))
 
   def get_config(self):
     config = super().get_config()

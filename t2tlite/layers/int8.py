@@ -27,12 +27,14 @@ steps each side of zero (s8, no shift) and transposed, a bias of minus 128
 times each row's sum removes the weights' shift, and the [d_out, rows]
 result is transposed back. The integer sums are those of the other form;
 without VNNI this form is slower (AVX2's kernel for it), so it is used
-only with VNNI (`precision.cpu_has_vnni`). Accuracy and speed by machine:
+only with VNNI: the caller says which (`weights_first`; t2tlite.precision.
+int8_support decides it for a machine). Accuracy and speed by machine:
 BUILD_NOTES.md, "int8 decoding".
+
+The kernel computes only on TensorFlow's oneDNN path (see
+`precision.int8_support`); `kernel_works` checks that in a graph.
 """
 import tensorflow as tf
-
-from t2tlite import precision
 
 ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
@@ -44,14 +46,14 @@ def int8_key(variable_path):
   return variable_path + ":int8"
 
 
-def quantize_kernel(kernel, weights_first=None, transposed=False):
+def quantize_kernel(kernel, weights_first=False, transposed=False):
   """Quantizes a [d_in, d_out] kernel per output column.
 
   Args:
     kernel: float [d_in, d_out], or [d_out, d_in] with `transposed` (a
       tied embedding table: no transpose for the weights-first layout).
-    weights_first: lay it out as the product's first operand (see above);
-      None: where the CPU has VNNI.
+    weights_first: lay it out as the product's first operand (see above:
+      faster with VNNI, slower without).
   Returns:
     {"scales": float32 [d_out] (the column maxima), and either
     "weights_first": uint8 [d_out, d_in] (the transposed int8 kernel plus
@@ -59,8 +61,6 @@ def quantize_kernel(kernel, weights_first=None, transposed=False):
     with "column_sums": float32 [d_out] (its columns summed, divided by
     127)}.
   """
-  if weights_first is None:
-    weights_first = precision.cpu_has_vnni()
   # Work on [d_out, d_in] (rows = output columns) for the weights-first
   # layout, on [d_in, d_out] for the other.
   if transposed != weights_first:
@@ -164,3 +164,33 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
     shifted, row_scales = quantize_rows(x, bits)
     normalized = normalized_product(shifted, quantized, bits)
   return tf.cast(normalized * row_scales * quantized["scales"], x.dtype)
+
+
+def kernel_works():
+  """Whether the u8 x s8 kernel computes in this process: a bool scalar,
+  computed in the graph at each call (a few small ops), so that a SavedModel
+  can choose its search where it is served (TF Serving runs no Python).
+
+  TensorFlow's own kernel for `QuantizedMatMulWithBiasAndDequantize` is a
+  no-op; oneDNN's replaces it only where TensorFlow's oneDNN path is on. The
+  no-op leaves its output unset, an error for whatever reads it, so the
+  probe runs as a tf.data map over one element: `ignore_errors` drops the
+  element on that error, and the count of elements left says whether the
+  kernel ran.
+  """
+  def probe(element):
+    # Inputs made from the element, so that no graph optimization folds
+    # the product at export time.
+    ones = tf.cast(element + 1, tf.uint8)
+    a = tf.bitcast(tf.fill([1, 4], ones), tf.quint8)
+    b = tf.bitcast(tf.fill([4, 2], tf.cast(ones, tf.int8)), tf.qint8)
+    product = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+        a=a, b=b, bias=tf.zeros([2]), min_a=0.0, max_a=255.0, min_b=-127.0,
+        max_b=127.0, min_freezed_output=-1.0, max_freezed_output=1.0,
+        Toutput=tf.float32, input_quant_mode="SCALED")
+    return tf.reduce_sum(product)  # reads it (its size is known statically)
+
+  probes = tf.data.Dataset.from_tensors(tf.constant(0)).map(probe)
+  left = probes.ignore_errors().reduce(tf.constant(0),
+                                       lambda count, _: count + 1)
+  return tf.equal(left, 1)

@@ -67,7 +67,7 @@ def add_decoding_kernels(search_weights, layers):
             kernel)[tf.newaxis]
 
 
-def add_int8_kernels(search_weights, layers):
+def add_int8_kernels(search_weights, layers, weights_first=False):
   """Adds to `search_weights` each 2-D kernel of `layers` quantized for
   `int8.matmul` (`int8.quantize_kernel`), which `linear` then uses. Made once
   per search, before its loop.
@@ -75,12 +75,13 @@ def add_int8_kernels(search_weights, layers):
   Args:
     search_weights: {variable.path: tensor}, as `read_weight` reads it.
     layers: Keras layers whose 2-D weights are kernels of `linear`.
+    weights_first: the int8 layout (`int8.quantize_kernel`).
   """
   for layer in layers:
     for variable in layer.weights:
       if len(variable.shape) == 2:
         search_weights[int8.int8_key(variable.path)] = int8.quantize_kernel(
-            variable)
+            variable, weights_first)
 
 
 def linear(x, variable, dtype, search_weights=None):

@@ -259,7 +259,8 @@ class Transformer(keras.Model):
                              growing=max_decode_length is None,
                              search_weights=search_weights), cache
 
-  def search_weights(self, int8=False, keep_variables=False):
+  def search_weights(self, int8=False, keep_variables=False,
+                     int8_weights_first=False):
     """{variable.path: the weight in the compute dtype}, the output
     projection's kernel laid out for decoding (`SharedEmbedding.
     add_output_kernel`) and, in float32, the decoder layers' kernels laid out
@@ -270,7 +271,8 @@ class Transformer(keras.Model):
     With int8, the decoder layers' kernels and the output projection
     quantized instead (`linear.add_int8_kernels`, `SharedEmbedding.
     add_int8_output_kernel`): the search then multiplies them in int8
-    (`t2tlite.layers.int8`), the encoder staying in the compute dtype.
+    (`t2tlite.layers.int8`), the encoder staying in the compute dtype;
+    `int8_weights_first` picks the layout (`precision.int8_support`).
 
     keep_variables: a weight already in the compute dtype stays the
     tf.Variable itself rather than a read of it (for weights made once and
@@ -284,8 +286,8 @@ class Transformer(keras.Model):
 
     weights = {v.path: read(v) for v in self.weights}
     if int8:
-      self.embedding.add_int8_output_kernel(weights)
-      add_int8_kernels(weights, self.decoder_layers)
+      self.embedding.add_int8_output_kernel(weights, int8_weights_first)
+      add_int8_kernels(weights, self.decoder_layers, int8_weights_first)
     else:
       self.embedding.add_output_kernel(weights)
       add_decoding_kernels(weights, self.decoder_layers)

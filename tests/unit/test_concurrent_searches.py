@@ -15,6 +15,7 @@ from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
+from int8_kernel import needs_int8
 from search_graphs import weight_transposes
 from tree_pieces import (INPUT_PIECES, TARGET_PIECES, check_trees,
                          random_inputs)
@@ -59,6 +60,7 @@ def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
   np.testing.assert_allclose(scores, one_scores[1:2], atol=1e-5)
 
 
+@needs_int8
 def test_an_int8_search_over_an_empty_block(tiny_model):
   # One row for two int8 searches (either layout of the kernels).
   row = INPUTS[1:2]

@@ -10,6 +10,7 @@ from t2tlite.decode.decoding import decode_ids, fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
+from int8_kernel import needs_int8
 from search_graphs import weight_transposes
 
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
@@ -22,7 +23,8 @@ def searcher(model, int8, searches, search_weights=None):
       concurrent_searches=searches, search_weights=search_weights))
 
 
-@pytest.mark.parametrize("int8,searches", [(False, 1), (True, 2)])
+@pytest.mark.parametrize("int8,searches", [
+    (False, 1), pytest.param(True, 2, marks=needs_int8)])
 def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
     tiny_model, int8, searches):
   expected = searcher(tiny_model, int8, searches)(INPUTS)

@@ -8,6 +8,8 @@ from t2tlite import precision
 from t2tlite.decode.decoding import DecodeHParams, decode_ids
 from t2tlite.layers import int8
 
+from int8_kernel import needs_int8
+
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
                       [13, 1, 0, 0, 0, 0]], tf.int32)
 
@@ -16,6 +18,7 @@ def relative_error(approximate, exact):
   return float(np.max(np.abs(approximate - exact)) / np.max(np.abs(exact)))
 
 
+@needs_int8
 @pytest.mark.parametrize("weights_first", [False, True])
 def test_quantized_product_is_close_to_float32(weights_first):
   rng = np.random.default_rng(0)
@@ -41,6 +44,7 @@ def test_quantized_product_is_close_to_float32(weights_first):
   assert relative_error(product, exact) > 1e-5
 
 
+@needs_int8
 def test_both_layouts_compute_the_same_integer_sums():
   rng = np.random.default_rng(1)
   x = tf.constant(rng.standard_normal([33, 64]).astype(np.float32))
@@ -55,6 +59,7 @@ def test_both_layouts_compute_the_same_integer_sums():
   assert relative_error(first.numpy(), exact) < 0.03
 
 
+@needs_int8
 @pytest.mark.parametrize("weights_first", [False, True])
 def test_no_rows_give_no_rows(weights_first):
   # An empty batch, or the empty block of a concurrent search.
@@ -63,25 +68,20 @@ def test_no_rows_give_no_rows(weights_first):
   assert product.shape == (0, 8)
 
 
-def test_weights_go_first_where_the_cpu_has_vnni(monkeypatch):
+def test_the_caller_picks_the_layout(monkeypatch):
+  # The layer reads no CPU description: the layout is an argument
+  # (precision.int8_support picks it for a machine).
   monkeypatch.setattr(precision, "_cpuinfo",
                       lambda: {"flags": "avx2 avx512f avx512_vnni"})
-  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-  assert precision.cpu_has_vnni()
-  assert "weights_first" in int8.quantize_kernel(tf.ones([4, 3]))
-  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # oneDNN capped below
-  assert not precision.cpu_has_vnni()
   assert "kernel" in int8.quantize_kernel(tf.ones([4, 3]))
-  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2_VNNI")
-  assert not precision.cpu_has_vnni()  # the CPU has no AVX-VNNI
-  monkeypatch.setattr(precision, "_cpuinfo",
-                      lambda: {"flags": "avx2 avx_vnni"})
-  assert precision.cpu_has_vnni()
-  monkeypatch.setattr(precision, "_cpuinfo", lambda: {"flags": "avx2 fma"})
-  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
-  assert not precision.cpu_has_vnni()
+  assert "weights_first" in int8.quantize_kernel(tf.ones([4, 3]),
+                                                 weights_first=True)
+  source = open(int8.__file__).read()
+  assert "precision" not in source.split('"""')[-1]  # code, not docstring
+  assert "cpuinfo" not in source
 
 
+@needs_int8
 def test_quantized_product_keeps_the_input_dtype():
   kernel = int8.quantize_kernel(tf.random.normal([16, 8]))
   x = tf.cast(tf.random.normal([4, 16]), tf.bfloat16)
@@ -95,6 +95,7 @@ def _first_step(model, int8_search):
   return step, step(ids, cache)[0].numpy(), (ids, cache)
 
 
+@needs_int8
 def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
   step, int8_logits, args = _first_step(tiny_model, True)
   graph = step.get_concrete_function(*args).graph
@@ -112,6 +113,7 @@ def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
   assert relative_error(int8_logits, float_logits) > 1e-6
 
 
+@needs_int8
 def test_int8_search_through_decode_hparams(tiny_model):
   hp = DecodeHParams.parse("int8=true")
   assert hp.int8 and not DecodeHParams().int8
@@ -123,3 +125,10 @@ def test_int8_search_through_decode_hparams(tiny_model):
   assert np.count_nonzero(ids) > INPUTS.shape[0]  # not all empty outputs
   # An untrained model's near-ties may flip, but the scores stay close.
   np.testing.assert_allclose(scores, plain["scores"].numpy(), rtol=0.05)
+
+
+def test_the_kernel_check_agrees_with_tensorflows_onednn_path():
+  # Runs everywhere: where the kernel is missing it says so, no error.
+  from t2tlite import onednn
+  assert bool(int8.kernel_works()) == onednn.enabled()
+  assert bool(tf.function(int8.kernel_works)()) == onednn.enabled()

@@ -4,7 +4,9 @@ it.
 
 The ranks, lowest first; packages on one rank are independent of each other:
 
-  0  base      t2tlite.files, .ids (PAD/EOS/UNK), .registry, .hparams_lib
+  0  base      t2tlite.files, .ids (PAD/EOS/UNK), .registry, .hparams_lib,
+               .onednn and .precision (the machine's policies: oneDNN,
+               float32/bfloat16, int8)
   1  data      t2tlite.data (vocabularies, records, datagen, trees)
      layers    t2tlite.layers (Keras layers of the Transformer)
   2  models    t2tlite.models (the Transformer and its config)
@@ -15,7 +17,6 @@ The ranks, lowest first; packages on one rank are independent of each other:
   5  run_dir   t2tlite.run_dir (a training folder and its model)
      problem_decoding  t2tlite.problem_decoding (a problem's decode
                defaults and constraint, by name)
-     precision t2tlite.precision (the float32/bfloat16 choice)
   6  evaluate, train, export
   7  bin       the commands (the only readers of absl flags), and the
                `t2tlite` package itself (its __init__ is the public facade)
@@ -41,15 +42,14 @@ SOURCE_FOLDERS = {"t2tlite": "t2tlite", "problems": "t2tlite.problems",
 
 RANKS = [
     {"base": ("t2tlite.files", "t2tlite.ids", "t2tlite.registry",
-              "t2tlite.hparams_lib")},
+              "t2tlite.hparams_lib", "t2tlite.onednn", "t2tlite.precision")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
     {"models": ("t2tlite.models",)},
     {"decode": ("t2tlite.decode",)},
     {"problems": ("t2tlite.problem", "t2tlite.problems")},
     {"run_dir": ("t2tlite.run_dir",),
-     "problem_decoding": ("t2tlite.problem_decoding",),
-     "precision": ("t2tlite.precision",)},
+     "problem_decoding": ("t2tlite.problem_decoding",)},
     {"evaluate": ("t2tlite.evaluate",), "train": ("t2tlite.train",),
      "export": ("t2tlite.export",)},
     {"bin": ("t2tlite.bin",), "package": ("t2tlite",)},
@@ -57,11 +57,7 @@ RANKS = [
 
 # Known exceptions, (importing module, imported module). Each entry must
 # still exist, so that a fixed one is dropped from here.
-ALLOWED = {
-    # int8 quantization asks the precision policy for the CPU's int8 kind;
-    # the caller is to pass the layout in instead.
-    ("t2tlite.layers.int8", "t2tlite.precision"),
-}
+ALLOWED = set()
 
 # Third-party modules the layers, the model and the search must not load:
 # only vocabularies need them.

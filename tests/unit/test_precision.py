@@ -1,9 +1,11 @@
 """Precision by machine: auto's rule on device descriptions given as data,
-the warning for an emulated explicit choice, the fingerprint and float16's
+the warning for an emulated explicit choice, the benchmarks' fingerprint
+(bench/fingerprint.py) and float16's
 dynamic loss scaling. (t2t-trainer saying and recording its choice:
 tests/end_to_end/test_export.py, test_trainer_exports_when_training_ends.)"""
 import dataclasses
 import datetime
+import importlib.util
 import json
 import logging
 import os
@@ -15,6 +17,12 @@ from t2tlite import precision
 from t2tlite.precision import Device, Gpu
 
 import train_helpers
+
+_BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "bench", "fingerprint.py")
+_spec = importlib.util.spec_from_file_location("bench_fingerprint", _BENCH)
+bench_fingerprint = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_fingerprint)
 
 ZEN3 = Device(cpu_model="AMD Ryzen 9 5950X", cpu_family="25",
               cpu_model_number="33", cores=16,
@@ -140,13 +148,13 @@ def test_unknown_precision_is_an_error():
 
 
 def test_fingerprint_line():
-  line = precision.fingerprint(ZEN3, peaks={"float32": 116.0,
+  line = bench_fingerprint.fingerprint(ZEN3, peaks={"float32": 116.0,
                                             "bfloat16": 88.0})
   assert line.startswith("AMD Ryzen 9 5950X (family 25 model 33), 16 cores, "
                          "avx2 -avx512f -avx512_bf16 -amx_bf16, no GPU, TF ")
   assert line.endswith("matmul 1024^3: float32 116 GFLOP/s, bfloat16 88 "
                        "GFLOP/s")
-  assert "GPU NVIDIA A100-SXM4-40GB cc 8.0" in precision.fingerprint(
+  assert "GPU NVIDIA A100-SXM4-40GB cc 8.0" in bench_fingerprint.fingerprint(
       A100, peaks={})
 
 
@@ -162,7 +170,7 @@ def test_an_isa_cap_rules_out_the_bfloat16_flags_it_excludes():
   capped = dataclasses.replace(ZEN4, cpu_flags=precision.usable_cpu_flags(
       ZEN4.cpu_flags, "AVX2"), isa_cap="AVX2")
   assert precision.choose("auto", capped).precision == "float32"
-  assert "(ONEDNN_MAX_CPU_ISA=AVX2)" in precision.fingerprint(
+  assert "(ONEDNN_MAX_CPU_ISA=AVX2)" in bench_fingerprint.fingerprint(
       capped, peaks={"float32": 100.0})
 
 
@@ -174,7 +182,7 @@ def test_this_machine_is_described_from_cpuinfo(tmp_path, monkeypatch):
     with open("/proc/cpuinfo") as f:
       flags = next(l for l in f if l.startswith("flags")).split(":")[1]
     assert device.cpu_flags == frozenset(flags.split())
-  peak = precision.matmul_gflops("bfloat16", n=128, repeats=2)
+  peak = bench_fingerprint.matmul_gflops("bfloat16", n=128, repeats=2)
   assert np.isfinite(peak) and peak > 0
   # The bfloat16 speedup is measured exactly where the flags alone would
   # have picked bfloat16, and kept for the next process.
@@ -273,3 +281,10 @@ def test_float16_training_scales_the_loss_dynamically(tmp_path):
   optimizer.dynamic_scale.assign(2.0**10)
   trainer.train_step(iterator)
   assert trainer.step == 2
+
+
+def test_the_machine_line_has_no_peaks():
+  line = precision.machine_line(ZEN3)
+  assert line.startswith("AMD Ryzen 9 5950X (family 25 model 33), 16 cores, "
+                         "avx2 -avx512f -avx512_bf16 -amx_bf16, no GPU, TF ")
+  assert "GFLOP/s" not in line
