@@ -44,6 +44,7 @@ flags.DEFINE_integer("max_concurrent", 1, "Requests computing at once; more "
                      "wait up to --busy_timeout_secs, then get HTTP 503.")
 flags.DEFINE_float("busy_timeout_secs", 30.0, "How long a request waits for "
                    "a free computing slot.")
+flags.declare_key_flag("t2t_usr_dir")
 flags.DEFINE_boolean("warm_up", True, "Translate one sentence before "
                      "listening, so the first request is not slow.")
 
@@ -72,6 +73,15 @@ def _stop(signum, frame):
   raise SystemExit(0)  # waitress's loop ends its workers on SystemExit
 
 
+def _listen(waitress, app, limits):
+  return waitress.create_server(
+      app, host=FLAGS.host, port=FLAGS.port, threads=FLAGS.threads,
+      # A backstop: Flask answers bodies over the limit with a JSON 413;
+      # waitress only drops (with plain text) those far larger.
+      max_request_body_size=limits.max_request_bytes + 2**20,
+      ident="t2t-serve")
+
+
 def _run():
   import waitress
 
@@ -81,18 +91,20 @@ def _run():
   decoding.set_search_threads(decoding.searches_for(decoding.DecodeHParams()))
   from t2tlite.serve.app import make_app
   from t2tlite.serve.model_source import ModelSource
+  common_flags.load_plugins()
   source = ModelSource.open(FLAGS.model)
   if source.run_folder:
     common_flags.load_run_plugins(source.run_folder)
+  app = make_app(source, limits)
+  try:
+    # Before loading the model: a port in use fails at once.
+    server = _listen(waitress, app, limits)
+  except OSError as error:  # the port is taken, or the host is not ours
+    raise console.CommandError(
+        f"--host={FLAGS.host} --port={FLAGS.port}: cannot listen there "
+        f"({error.strerror or error})") from None
   if FLAGS.warm_up:
     source.translate(["warm up"])
-  app = make_app(source, limits)
-  server = waitress.create_server(
-      app, host=FLAGS.host, port=FLAGS.port, threads=FLAGS.threads,
-      # A backstop: Flask answers bodies over the limit with a JSON 413;
-      # waitress only drops (with plain text) those far larger.
-      max_request_body_size=limits.max_request_bytes + 2**20,
-      ident="t2t-serve")
   signal.signal(signal.SIGTERM, _stop)
   signal.signal(signal.SIGINT, _stop)
   print(f"t2t-serve: serving {source.saved_model_dir or source.run_folder} "
@@ -106,7 +118,8 @@ def _run():
 
 
 def main():
-  console.run(_run, __name__, required=["model"], path_flags=["model"])
+  console.run(_run, __name__, required=["model"],
+              path_flags=["model", "t2t_usr_dir"])
 
 
 if __name__ == "__main__":
