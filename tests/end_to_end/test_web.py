@@ -23,18 +23,6 @@ START_SECS = 150
 
 
 @pytest.fixture(scope="module")
-def export(tmp_path_factory):
-  """(run folder, Vocabulary, export version folder): a tiny model exported
-  with DECODE fixed in the graph."""
-  if not os.path.isdir(MULTI30K_RAW):
-    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
-  from t2tlite.export import exporter
-  folder, _, vocab = trained_run(str(tmp_path_factory.mktemp("run")))
-  return folder, vocab, exporter.export_saved_model(folder,
-                                                    decode_hparams=DECODE)
-
-
-@pytest.fixture(scope="module")
 def sentence():
   return multi30k_lines("en", 1)[0]
 
@@ -56,28 +44,37 @@ def _wait_for_url(proc, log_path, deadline):
 
 
 @pytest.fixture(scope="module")
-def served(export, sentence, tmp_path_factory):
-  """(base URL, t2t-decoder's output for `sentence`, the server's Popen):
-  t2t-serve over the export on a free port, t2t-decoder run on the same run
-  folder while the server starts. The server is killed at teardown."""
-  folder, _, version = export
+def served(sentence, tmp_path_factory):
+  """(base URL, t2t-decoder's output for `sentence`, the server's Popen,
+  the Vocabulary): a tiny model's run folder exported with DECODE fixed in
+  the graph, and t2t-serve over the export on a free port; t2t-decoder runs
+  on the same run folder meanwhile. The processes are killed at teardown."""
+  if not os.path.isdir(MULTI30K_RAW):
+    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
+  from t2tlite.export import exporter
   tmp = tmp_path_factory.mktemp("serve")
+  folder, _, vocab = trained_run(str(tmp / "run"))
   (tmp / "input.txt").write_text(sentence + "\n", encoding="utf-8")
   port, = train_helpers.free_ports(1)
   limit_flags = [f"--{name}={value}" for name, value in LIMITS.items()]
   with train_helpers.processes() as started:
+    decoder = train_helpers.start(
+        [train_helpers.console_script("t2t-decoder"), f"--output_dir={folder}",
+         f"--decode_hparams={DECODE}",
+         f"--decode_from_file={tmp / 'input.txt'}",
+         f"--decode_to_file={tmp / 'output.txt'}"], str(tmp / "decoder.log"))
+    started.append(decoder)
+    version = exporter.export_saved_model(folder, decode_hparams=DECODE)
     server = train_helpers.start(
         [train_helpers.console_script("t2t-serve"),
          f"--model={os.path.dirname(version)}", f"--port={port}",
          *limit_flags], str(tmp / "serve.log"))
     started.append(server)
-    train_helpers.command(
-        "t2t-decoder", f"--output_dir={folder}", f"--decode_hparams={DECODE}",
-        f"--decode_from_file={tmp / 'input.txt'}",
-        f"--decode_to_file={tmp / 'output.txt'}", timeout=START_SECS)
     url = _wait_for_url(server, tmp / "serve.log", time.time() + START_SECS)
+    assert decoder.wait(timeout=START_SECS) == 0, (
+        tmp / "decoder.log").read_text()[-4000:]
     decoded = (tmp / "output.txt").read_text(encoding="utf-8").rstrip("\n")
-    yield url, decoded, server
+    yield url, decoded, server, vocab
 
 
 @pytest.fixture(scope="module")
@@ -101,11 +98,14 @@ def _translate(url, request):
   return _post(url + "api/translate", json.dumps(request).encode())
 
 
+# Slow: it builds the module's served model (a run folder, its export,
+# t2t-decoder and t2t-serve, each loading TensorFlow), which every test here
+# shares; the browser checks themselves take seconds.
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_page_translates_as_t2t_decoder_and_shows_attention(
-    served, browser, export, sentence):
-  url, decoded, _ = served
-  _, vocab, _ = export
+    served, browser, sentence):
+  url, decoded, _, vocab = served
   page = browser.new_page()
   try:
     page.goto(url)
@@ -158,7 +158,7 @@ def test_page_translates_as_t2t_decoder_and_shows_attention(
 def test_page_draws_parse_trees(served, browser):
   """The page's tree drawing (parsing problems' outputs): one SVG text per
   constituent and word; text that is not a tree draws nothing."""
-  url, _, _ = served
+  url, _, _, _ = served
   page = browser.new_page()
   try:
     page.goto(url)
@@ -174,7 +174,7 @@ def test_page_draws_parse_trees(served, browser):
 
 def test_api_answers_bad_requests_with_4xx_and_keeps_serving(served,
                                                              sentence):
-  url, decoded, server = served
+  url, decoded, server, _ = served
   api = url + "api/translate"
   bad = [
       (b"", 400, "empty body"),
@@ -217,7 +217,7 @@ def test_api_answers_bad_requests_with_4xx_and_keeps_serving(served,
 
 
 def test_api_attention_rows_are_distributions(served, sentence):
-  url, decoded, _ = served
+  url, decoded, _, _ = served
   code, answer = _post(url + "api/attention",
                        json.dumps({"line": sentence}).encode())
   assert code == 200
@@ -239,7 +239,7 @@ def test_api_attention_rows_are_distributions(served, sentence):
 
 def test_sigterm_stops_the_server(served):
   """Last in the module: SIGTERM ends t2t-serve with status 0."""
-  _, _, server = served
+  _, _, server, _ = served
   server.terminate()
   assert server.wait(timeout=30) == 0
 
