@@ -72,6 +72,7 @@ def main():
       page.wait_for_selector("table.beam", timeout=120_000)
       page.click("li.result")
       page.wait_for_selector("body[data-state=attention]", timeout=120_000)
+      page.click("section[data-kind=encdec] canvas.heatmap")
       page.hover("section[data-kind=encdec] canvas.heatmap")
       page.screenshot(path=os.path.join(HERE, "serve_page.png"),
                       full_page=True)

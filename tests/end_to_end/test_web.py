@@ -151,6 +151,11 @@ def test_page_translates_as_t2t_decoder_and_shows_attention(
       assert found == [(l, h) for l in range(layers) for h in range(heads)]
       assert {(m["rows"], m["cols"]) for m in maps if m["kind"] == kind} == {
           (rows_, cols)}
+    # A map clicked is drawn large, the same size in tokens.
+    page.click("section[data-kind=encdec] canvas.heatmap")
+    detail = page.locator("#detail-map")
+    assert (int(detail.get_attribute("data-rows")),
+            int(detail.get_attribute("data-cols"))) == expected_shape["encdec"]
   finally:
     page.close()
 

@@ -29,6 +29,7 @@ async function loadInfo() {
       `${modelInfo.problem}${shape}; beam_size=${hp.beam_size}, alpha=${hp.alpha}` +
       ` (from ${modelInfo.export || modelInfo.run_folder})`;
     $("n-best").disabled = !modelInfo.n_best;
+    $("decode-hparams").placeholder = `beam_size=${hp.beam_size},alpha=${hp.alpha}`;
   } catch (e) {
     $("model-info").textContent = "the model's information is unavailable: " + e.message;
   }
@@ -119,6 +120,7 @@ function heatmap(weights, rows, cols, label) {
     ctx.fillStyle = `rgb(${v},${Math.round(v * 0.9 + 20)},255)`;
     ctx.fillRect(k * cell, q * cell, cell, cell);
   }));
+  canvas.addEventListener("click", () => showDetail(weights, rows, cols, label));
   canvas.addEventListener("mousemove", e => {
     const k = Math.floor(e.offsetX / cell), q = Math.floor(e.offsetY / cell);
     if (q < rows.length && k < cols.length)
@@ -126,6 +128,47 @@ function heatmap(weights, rows, cols, label) {
         `${label}: ${rows[q]} -> ${cols[k]} = ${weights[q][k].toFixed(3)}`;
   });
   return canvas;
+}
+
+// One map drawn large, with its tokens along the axes (queries down the
+// left, keys along the top).
+function showDetail(weights, rows, cols, label) {
+  const cell = 22, font = "12px ui-monospace, monospace";
+  const canvas = document.createElement("canvas");
+  const ctx = canvas.getContext("2d");
+  ctx.font = font;
+  const width = list => Math.max(...list.map(t => ctx.measureText(t).width)) + 8;
+  const left = width(rows), top = width(cols);
+  canvas.width = left + cols.length * cell;
+  canvas.height = top + rows.length * cell;
+  canvas.id = "detail-map";
+  canvas.dataset.rows = rows.length;
+  canvas.dataset.cols = cols.length;
+  ctx.font = font;
+  ctx.fillStyle = "#1d2330";
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  rows.forEach((t, q) => ctx.fillText(t, left - 4, top + q * cell + cell / 2));
+  cols.forEach((t, k) => {
+    ctx.save();
+    ctx.translate(left + k * cell + cell / 2, top - 4);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left";
+    ctx.fillText(t, 0, 0);
+    ctx.restore();
+  });
+  weights.forEach((row, q) => row.forEach((w, k) => {
+    const v = Math.round(255 * (1 - w));
+    ctx.fillStyle = `rgb(${v},${Math.round(v * 0.9 + 20)},255)`;
+    ctx.fillRect(left + k * cell, top + q * cell, cell - 1, cell - 1);
+  }));
+  const box = $("detail");
+  box.replaceChildren();
+  const h = document.createElement("h3");
+  h.textContent = label;
+  box.append(h, canvas);
+  box.hidden = false;
+  box.scrollIntoView({block: "nearest"});
 }
 
 function tokenList(tokens, className) {
@@ -142,6 +185,7 @@ function tokenList(tokens, className) {
 function renderAttention(data) {
   const root = $("attention-maps");
   root.replaceChildren();
+  $("detail").hidden = true;
   for (const [kind, title, rowName, colName] of KINDS) {
     const rows = data.pieces[rowName], cols = data.pieces[colName];
     const section = document.createElement("section");
