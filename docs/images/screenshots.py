@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 
+from PIL import Image
 from playwright.sync_api import sync_playwright
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,6 +51,13 @@ def _serve(model):
   raise RuntimeError(f"t2t-serve did not start; see {log_path}")
 
 
+def _save_small(page, name):
+  """A full-page screenshot, reduced to 256 colours (a few hundred KB)."""
+  path = os.path.join(HERE, name)
+  page.screenshot(path=path, full_page=True)
+  Image.open(path).convert("RGB").quantize(256).save(path, optimize=True)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--model", required=True)
@@ -74,11 +82,10 @@ def main():
       page.wait_for_selector("body[data-state=attention]", timeout=120_000)
       page.click("section[data-kind=encdec] canvas.heatmap")
       page.hover("section[data-kind=encdec] canvas.heatmap")
-      page.screenshot(path=os.path.join(HERE, "serve_page.png"),
-                      full_page=True)
+      _save_small(page, "serve_page.png")
       page.goto("file://" + os.path.join(os.path.abspath(args.run),
                                          "report.html"))
-      page.screenshot(path=os.path.join(HERE, "report.png"), full_page=True)
+      _save_small(page, "report.png")
       browser.close()
   finally:
     proc.send_signal(signal.SIGTERM)

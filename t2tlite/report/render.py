@@ -159,7 +159,8 @@ def _best(run):
   if not scored:
     return None, "no dev evaluation at a kept checkpoint's step"
   best = min(scored, key=lambda c: losses[c.step])
-  return best.path, f"lowest dev loss ({losses[best.step]:.4f})"
+  return best.path, (f"of the kept checkpoints at an evaluated step, the "
+                     f"lowest dev loss ({losses[best.step]:.4f})")
 
 
 def _throughput(run):
