@@ -22,7 +22,8 @@ _THROUGHPUT = ("tokens_per_sec", "steps_per_sec")
 _METRICS_SKIP = ("step", "wall_time", "split", "tokens", "sequences")
 
 _STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;
+background:#f6f7f9}
 header{background:#24324a;color:#fff;padding:12px 24px}
 header h1{margin:0;font-size:20px} header p{margin:2px 0 0;opacity:.85}
 main{padding:12px 24px;max-width:1100px}
@@ -237,8 +238,9 @@ def render(run):
              _missing("No eval_results.json (the run has not evaluated)."))
   throughput = _throughput(run)
   evaluations = _evaluations(run)
-  hparams = (f"<div class='cols'>{_table([[k, v] for k, v in sorted(run.hparams.items())])}</div>"  # noqa: E501
-             if run.hparams else _missing("No hparams.json."))
+  hparams = (_missing("No hparams.json.") if not run.hparams else
+             "<div class='cols'>" + _table(
+                 [[k, v] for k, v in sorted(run.hparams.items())]) + "</div>")
   generated = datetime.datetime.now(datetime.timezone.utc).strftime(
       "%Y-%m-%d %H:%M UTC")
   body = [

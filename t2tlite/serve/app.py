@@ -41,7 +41,8 @@ def _rounded(heads):
 def make_app(source, limits):
   """The Flask app serving `source` (a ModelSource) under `limits`
   (validation.Limits)."""
-  app = flask.Flask(__name__, static_folder=STATIC_DIR, static_url_path="/static")
+  app = flask.Flask(__name__, static_folder=STATIC_DIR,
+                    static_url_path="/static")
   app.config["MAX_CONTENT_LENGTH"] = limits.max_request_bytes
   app.json.sort_keys = False
   slots = threading.BoundedSemaphore(limits.max_concurrent)

@@ -126,19 +126,19 @@ class ModelSource:
 
   def info(self):
     """{"problem", "export", "run_folder", "decode_hparams" (the defaults,
-    dict), "layers", "heads", "n_best" (whether n-best is available)}."""
-    from t2tlite import run_dir
-    hp_run = (run_dir.read_run_info(self.run_folder)
-              if self.run_folder else None)
-    problem = self.metadata.get("problem") or hp_run.problem
-    layers = heads = None
-    if hp_run:
-      layers, heads = hp_run.hparams.num_layers, hp_run.hparams.num_heads
-    return {"problem": problem, "export": self.saved_model_dir,
+    dict), "layers", "heads" (None without the run folder), "n_best"
+    (whether the n-best can be asked for)}."""
+    hp = self._run_info().hparams if self.run_folder else None
+    return {"problem": self._problem(), "export": self.saved_model_dir,
             "run_folder": self.run_folder,
             "decode_hparams": dataclasses.asdict(self._base_hparams()),
-            "layers": layers, "heads": heads,
+            "layers": hp.num_layers if hp else None,
+            "heads": hp.num_heads if hp else None,
             "n_best": bool(self.run_folder or self._export_returns_beams())}
+
+  def _run_info(self):
+    from t2tlite import run_dir
+    return run_dir.read_run_info(self.run_folder)
 
   def _export_returns_beams(self):
     return bool(self.metadata.get("decode_hparams", {}).get("return_beams"))
@@ -146,8 +146,7 @@ class ModelSource:
   def _problem(self):
     if self.metadata:
       return self.metadata["problem"]
-    from t2tlite import run_dir
-    return run_dir.read_run_info(self.run_folder).problem
+    return self._run_info().problem
 
   def _base_hparams(self):
     """The default decode hparams: the export's, else the problem's."""
@@ -231,9 +230,13 @@ class ModelSource:
       if self._run is None:
         from t2tlite import run_dir
         from t2tlite.data.vocab import Vocabulary
+        from t2tlite import precision
+        # The export's weights, computing in the export's precision.
         checkpoint = self.metadata.get("checkpoint")
+        dtype = precision.KERAS_POLICY[self.metadata.get("precision",
+                                                         "float32")]
         model, info, _ = run_dir.load_trained_model(self.run_folder,
-                                                    checkpoint)
+                                                    checkpoint, dtype=dtype)
         self._run = (model, info, Vocabulary.from_file(info.vocab_file),
                      Vocabulary.from_file(info.target_vocab_file))
       return self._run
