@@ -7,8 +7,8 @@ Starts t2t-serve on a free port of 127.0.0.1 over the export, then times
 --runs pairs, alternated: a POST /api/translate of one sentence (the HTTP
 round trip: JSON, Flask, waitress, the SavedModel call), and the
 SavedModel's serving_default signature on the same sentence in this
-process. Alternating keeps the two under the same load on a shared
-machine. Prints JSON lines: the machine (bench/export_latency.py's), then
+process, with TensorFlow's threads set as t2t-serve sets them.
+Alternating keeps the two under the same load on a shared machine. Prints JSON lines: the machine (bench/export_latency.py's), then
 the medians and the difference. The server is always stopped (SIGTERM).
 """
 import argparse
@@ -30,6 +30,8 @@ import tensorflow_text  # noqa: F401  (the sentencepiece ops)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_latency import MULTI30K_VAL, machine  # noqa: E402
+
+from t2tlite.decode import decoding  # noqa: E402
 
 
 def free_port():
@@ -76,6 +78,10 @@ def main():
   if sentence is None:
     with gzip.open(MULTI30K_VAL, "rt", encoding="utf-8") as f:
       sentence = f.readline().strip()
+  # TensorFlow's threads as t2t-serve sets them (before its first op), so
+  # that the two differ only by the server.
+  threads = decoding.set_search_threads(
+      decoding.searches_for(decoding.DecodeHParams()))
   print(json.dumps(machine()))
   signature = tf.saved_model.load(args.saved_model).signatures[
       "serving_default"]
@@ -102,6 +108,7 @@ def main():
     proc.wait(timeout=60)
   result = {
       "saved_model": args.saved_model, "sentence": sentence,
+      "intra_op_threads": threads,
       "output_words": len(in_process().split()), "runs": args.runs,
       "http_median_s": statistics.median(http),
       "in_process_median_s": statistics.median(local),
