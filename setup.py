@@ -18,6 +18,9 @@ setuptools.setup(
         "t2tlite.problems": "problems",
         "t2tlite.hparams": "hparams",
     },
+    # t2t-serve's page.
+    package_data={"t2tlite.serve": ["static/*.html", "static/*.js",
+                                    "static/*.css"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",
@@ -31,9 +34,14 @@ setuptools.setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5"],
+        # playwright drives the system's chromium in the page tests (its
+        # own browser download is never used).
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5",
+                 "playwright>=1.40"],
         # t2t-query's gRPC client; pinned to TensorFlow's minor version.
-        "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3"],
+        # t2t-serve: Flask's app served by waitress (a threaded WSGI server).
+        "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3",
+                    "flask>=3.0", "waitress>=3.0"],
     },
     entry_points={
         "console_scripts": [
@@ -46,6 +54,8 @@ setuptools.setup(
             "t2t-avg-checkpoints=t2tlite.bin.t2t_avg_checkpoints:main",
             "t2t-exporter=t2tlite.bin.t2t_exporter:main",
             "t2t-query=t2tlite.bin.t2t_query:main",
+            "t2t-serve=t2tlite.bin.t2t_serve:main",
+            "t2t-report=t2tlite.bin.t2t_report:main",
         ],
     },
 )

@@ -1,0 +1,296 @@
+"""What t2t-serve serves: an exported SavedModel, a run folder, or both.
+
+    source = ModelSource.open("~/t2t_train/ende/export")   # or a run folder
+    source.translate(["A dog runs."], overrides="", n_best=False)
+    source.attention("A dog runs.")
+
+--model may name
+  * an export version folder (EXPORT_DIR/3, with saved_model.pb), or an
+    export folder of versions (the highest is served, as TF Serving does);
+  * a run folder (hparams.json, run.json, checkpoints: t2t-trainer's).
+
+Translations with the export's own decode hparams come from the SavedModel
+(what TF Serving would answer). Other decode hparams, the n-best of an
+export that does not return beams, and attention maps need the model's
+weights as Keras layers: they come from the run folder the export was made
+from (its metadata names the checkpoint, whose folder, or that folder's
+parent for OUTPUT_DIR/averaged and OUTPUT_DIR/best, is the run folder),
+loaded on first use. Serving a run folder uses it for everything.
+"""
+import collections
+import dataclasses
+import json
+import os
+import threading
+
+EXPORT_METADATA = os.path.join("assets.extra", "t2tlite_export.json")
+# Decoders kept for the last few decode hparams strings (each holds a traced
+# search; tracing one takes seconds).
+_DECODER_CACHE = 4
+
+
+class RequestError(ValueError):
+  """A request the model source cannot answer (HTTP 400)."""
+
+
+def _is_run_folder(path):
+  return all(os.path.exists(os.path.join(path, name))
+             for name in ("hparams.json", "run.json", "vocab.model"))
+
+
+def _export_version(path):
+  """The SavedModel folder `path` names (itself, or its highest integer
+  version), or None."""
+  if os.path.exists(os.path.join(path, "saved_model.pb")):
+    return path
+  if not os.path.isdir(path):
+    return None
+  numbers = sorted(int(n) for n in os.listdir(path) if n.isdigit() and
+                   os.path.exists(os.path.join(path, n, "saved_model.pb")))
+  return os.path.join(path, str(numbers[-1])) if numbers else None
+
+
+def _run_folder_of(checkpoint):
+  """The run folder holding `checkpoint` (a prefix), or None."""
+  folder = os.path.dirname(checkpoint or "")
+  for candidate in (folder, os.path.dirname(folder)):
+    if candidate and _is_run_folder(candidate):
+      return candidate
+  return None
+
+
+@dataclasses.dataclass
+class Attention:
+  """One sentence's attention maps.
+
+  pieces: {"source", "target", "decoder_input": list of str}.
+  weights: {"encoder", "decoder_self", "encdec": list over layers of
+    float32 numpy [heads, queries, keys]}; encoder [heads, source, source],
+    decoder_self [heads, target, target], encdec [heads, target, source].
+  """
+  source: str
+  target: str
+  pieces: dict
+  weights: dict
+
+
+class ModelSource:
+  """A served model. Thread-safe: model work runs under one lock per
+  loaded model (callers also bound concurrency, see t2tlite.serve.app).
+
+  Args:
+    saved_model_dir: an export version folder, or None.
+    run_folder: the run folder, or None (export without its run).
+  """
+
+  def __init__(self, saved_model_dir=None, run_folder=None):
+    if not saved_model_dir and not run_folder:
+      raise ValueError("ModelSource needs an export or a run folder")
+    self.saved_model_dir, self.run_folder = saved_model_dir, run_folder
+    self.metadata = {}
+    if saved_model_dir:
+      with open(os.path.join(saved_model_dir, EXPORT_METADATA),
+                encoding="utf-8") as f:
+        self.metadata = json.load(f)
+    self._lock = threading.Lock()
+    self._saved_model = None
+    self._run = None  # (model, info, vocab, target_vocab)
+    self._decoders = collections.OrderedDict()
+
+  @classmethod
+  def open(cls, path):
+    """The source `path` names (see the module docstring).
+
+    Raises:
+      FileNotFoundError: neither an export nor a run folder (names path).
+    """
+    path = os.path.abspath(os.path.expanduser(path))
+    version = _export_version(path)
+    if version:
+      metadata_path = os.path.join(version, EXPORT_METADATA)
+      if not os.path.exists(metadata_path):
+        raise FileNotFoundError(
+            f"model={version}: a SavedModel without {EXPORT_METADATA}; "
+            "expected an export written by t2t-exporter")
+      with open(metadata_path, encoding="utf-8") as f:
+        checkpoint = json.load(f).get("checkpoint")
+      return cls(version, _run_folder_of(checkpoint))
+    if _is_run_folder(path):
+      return cls(None, path)
+    raise FileNotFoundError(
+        f"model={path}: expected an export (a folder with saved_model.pb, "
+        "or one of numbered versions) or a run folder (hparams.json, "
+        "run.json, vocab.model)")
+
+  # ---- what the page shows about the model ----------------------------------
+
+  def info(self):
+    """{"problem", "export", "run_folder", "decode_hparams" (the defaults,
+    dict), "layers", "heads" (None without the run folder), "n_best"
+    (whether the n-best can be asked for)}."""
+    hp = self._run_info().hparams if self.run_folder else None
+    return {"problem": self._problem(), "export": self.saved_model_dir,
+            "run_folder": self.run_folder,
+            "decode_hparams": dataclasses.asdict(self._base_hparams()),
+            "layers": hp.num_layers if hp else None,
+            "heads": hp.num_heads if hp else None,
+            "n_best": bool(self.run_folder or self._export_returns_beams())}
+
+  def _run_info(self):
+    from t2tlite import run_dir
+    return run_dir.read_run_info(self.run_folder)
+
+  def _export_returns_beams(self):
+    return bool(self.metadata.get("decode_hparams", {}).get("return_beams"))
+
+  def _problem(self):
+    if self.metadata:
+      return self.metadata["problem"]
+    return self._run_info().problem
+
+  def _base_hparams(self):
+    """The default decode hparams: the export's, else the problem's."""
+    from t2tlite.decode import decoding
+    if self.metadata:
+      fields = {f.name for f in dataclasses.fields(decoding.DecodeHParams)}
+      return decoding.DecodeHParams(**{
+          k: v for k, v in self.metadata["decode_hparams"].items()
+          if k in fields})
+    return decoding.DecodeHParams.for_problem(self._problem())
+
+  def decode_hparams(self, overrides):
+    """DecodeHParams: the defaults with `overrides` ("beam_size=2,...") on
+    top. Raises RequestError naming a bad one."""
+    from t2tlite import hparams_lib
+    from t2tlite.decode import decoding
+    base = self._base_hparams()
+    types = {f.name: f.type for f in dataclasses.fields(decoding.DecodeHParams)}
+    try:
+      changes = hparams_lib.parse_typed_overrides(overrides, types,
+                                                  "decode hparam")
+      return dataclasses.replace(base, **changes)
+    except (ValueError, TypeError, KeyError) as error:
+      raise RequestError(str(error).strip('"')) from None
+
+  # ---- translation -----------------------------------------------------------
+
+  def translate(self, lines, overrides="", n_best=False):
+    """Translates lines.
+
+    Returns:
+      (translations: list of str, n_best: None, or per line a list of
+      {"text", "score"} best first).
+    Raises:
+      RequestError: bad decode hparams, or a request only the run folder
+        can answer when there is none.
+    """
+    hp = self.decode_hparams(overrides)
+    use_export = (self.saved_model_dir and hp == self._base_hparams() and
+                  (not n_best or self._export_returns_beams()))
+    if use_export:
+      outputs, scores = self._translate_export(lines)
+      beams = hp.return_beams
+    else:
+      self._need_run("these decode hparams" if not n_best else "the n-best")
+      if n_best:
+        hp = dataclasses.replace(hp, return_beams=True)
+      outputs, scores = self._translate_run(lines, hp)
+      beams = hp.return_beams
+    if not beams:
+      return outputs, None
+    nbest = [[{"text": t, "score": s} for t, s in zip(texts, line_scores)]
+             for texts, line_scores in zip(outputs, scores)]
+    return [texts[0] for texts in outputs], nbest if n_best else None
+
+  def _translate_export(self, lines):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the sentencepiece ops)
+    with self._lock:
+      if self._saved_model is None:
+        self._saved_model = tf.saved_model.load(self.saved_model_dir)
+      function = self._saved_model.signatures["serving_default"]
+    result = function(inputs=tf.constant(lines, tf.string))
+    outputs = result["outputs"].numpy().tolist()
+    scores = result["scores"].numpy().tolist()
+    if outputs and isinstance(outputs[0], list):
+      outputs = [[o.decode("utf-8") for o in row] for row in outputs]
+    else:
+      outputs = [o.decode("utf-8") for o in outputs]
+    return outputs, scores
+
+  def _need_run(self, what):
+    if not self.run_folder:
+      raise RequestError(
+          f"{what} need the run folder the export came from (its metadata "
+          f"names checkpoint {self.metadata.get('checkpoint')}, not found); "
+          "serve a run folder, or send no decode_hparams")
+
+  def _loaded_run(self):
+    with self._lock:
+      if self._run is None:
+        from t2tlite import run_dir
+        from t2tlite.data.vocab import Vocabulary
+        from t2tlite import precision
+        # The export's weights, computing in the export's precision.
+        checkpoint = self.metadata.get("checkpoint")
+        dtype = precision.KERAS_POLICY[self.metadata.get("precision",
+                                                         "float32")]
+        model, info, _ = run_dir.load_trained_model(self.run_folder,
+                                                    checkpoint, dtype=dtype)
+        self._run = (model, info, Vocabulary.from_file(info.vocab_file),
+                     Vocabulary.from_file(info.target_vocab_file))
+      return self._run
+
+  def _decoder(self, hp):
+    """(Decoder, postprocess or None) for hp, cached."""
+    from t2tlite import problem as problem_lib
+    from t2tlite.decode import decoding
+    model, info, vocab, target_vocab = self._loaded_run()
+    with self._lock:
+      if hp in self._decoders:
+        self._decoders.move_to_end(hp)
+        return self._decoders[hp]
+      constraint = decoding.problem_constraint(info.problem, vocab,
+                                              target_vocab, hp)
+      # As in an export: constrained outputs are well-formed, so the
+      # problem's postprocess applies (parsing: bracketed trees).
+      postprocess = (problem_lib.get_problem(info.problem).postprocess
+                     if constraint is not None else None)
+      entry = (decoding.Decoder(model, vocab, hp, target_vocab, constraint),
+               postprocess)
+      self._decoders[hp] = entry
+      while len(self._decoders) > _DECODER_CACHE:
+        self._decoders.popitem(last=False)
+      return entry
+
+  def _translate_run(self, lines, hp):
+    decoder, postprocess = self._decoder(hp)
+    outputs, scores = decoder.decode_lines(lines, progress=False)
+    if postprocess is not None:
+      def post(text, source):
+        return postprocess(text, inputs=source) if source.strip() else text
+      outputs = [[post(t, src) for t in out] if hp.return_beams else
+                 post(out, src) for out, src in zip(outputs, lines)]
+    return outputs, scores
+
+  # ---- attention -------------------------------------------------------------
+
+  def attention(self, line, overrides=""):
+    """Attention of `line` and the model's own output for it (decoded with
+    the decode hparams); an `Attention`.
+
+    Raises:
+      RequestError: no run folder, bad decode hparams, or a blank line.
+    """
+    from t2tlite.decode import attention_plots, decoding
+    self._need_run("attention maps")
+    if not line.strip():
+      raise RequestError("attention: the line is empty")
+    hp = self.decode_hparams(overrides)
+    model, info, vocab, target_vocab = self._loaded_run()
+    constraint = decoding.problem_constraint(info.problem, vocab,
+                                            target_vocab, hp)
+    maps = attention_plots.attention_maps(model, vocab, line, None, hp,
+                                          target_vocab, constraint)
+    return Attention(maps["source"], maps["target"], maps["pieces"],
+                     maps["weights"])

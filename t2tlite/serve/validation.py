@@ -1,0 +1,113 @@
+"""Checking t2t-serve's JSON requests: every problem is one line naming the
+field and what was expected (the server answers it with HTTP 400).
+
+    POST /api/translate  {"lines": [str, ...], "decode_hparams": str,
+                          "n_best": bool}
+    POST /api/attention  {"line": str, "decode_hparams": str}
+
+decode_hparams and n_best are optional.
+"""
+import dataclasses
+import json
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+  """What one request may ask for.
+
+  max_request_bytes: body size (larger: HTTP 413).
+  max_lines: lines in one translate request.
+  max_line_chars: characters in one line.
+  max_beam_size: the largest decode hparam beam_size a request may set.
+  max_concurrent: requests computing at once (more wait up to
+    busy_timeout_secs, then get HTTP 503).
+  busy_timeout_secs: that wait.
+  """
+  max_request_bytes: int = 65536
+  max_lines: int = 32
+  max_line_chars: int = 1000
+  max_beam_size: int = 16
+  max_concurrent: int = 1
+  busy_timeout_secs: float = 30.0
+
+
+class BadRequest(ValueError):
+  """A request that breaks the rules; str(error) is its one-line reason."""
+
+
+def parse_body(body):
+  """bytes -> the JSON object it holds. Raises BadRequest."""
+  if not body:
+    raise BadRequest("empty body: expected a JSON object")
+  try:
+    data = json.loads(body.decode("utf-8"))
+  except (UnicodeDecodeError, ValueError) as error:
+    raise BadRequest(f"invalid JSON: {str(error).splitlines()[0]}") from None
+  if not isinstance(data, dict):
+    raise BadRequest(f"expected a JSON object, got {type(data).__name__}")
+  return data
+
+
+def _check_keys(data, allowed):
+  unknown = sorted(set(data) - set(allowed))
+  if unknown:
+    raise BadRequest(f"unknown field {unknown[0]!r}: expected "
+                     f"{', '.join(allowed)}")
+
+
+def _line(value, where, limits):
+  if not isinstance(value, str):
+    raise BadRequest(f"{where}: expected a string, got "
+                     f"{type(value).__name__}")
+  if len(value) > limits.max_line_chars:
+    raise BadRequest(f"{where}: {len(value)} characters, more than the "
+                     f"limit of {limits.max_line_chars} (--max_line_chars)")
+  if "\n" in value or "\r" in value:
+    raise BadRequest(f"{where}: one sentence a line, without line breaks")
+  return value
+
+
+def _decode_hparams(data):
+  value = data.get("decode_hparams", "")
+  if not isinstance(value, str):
+    raise BadRequest("decode_hparams: expected a string such as "
+                     f"\"beam_size=4,alpha=0.6\", got {type(value).__name__}")
+  return value
+
+
+def translate_request(data, limits):
+  """(lines, decode_hparams, n_best) of a translate request."""
+  _check_keys(data, ("lines", "decode_hparams", "n_best"))
+  lines = data.get("lines")
+  if not isinstance(lines, list):
+    raise BadRequest("lines: expected a list of strings, got "
+                     f"{type(lines).__name__ if 'lines' in data else 'none'}")
+  if not lines:
+    raise BadRequest("lines: empty list; expected at least one string")
+  if len(lines) > limits.max_lines:
+    raise BadRequest(f"lines: {len(lines)} lines, more than the limit of "
+                     f"{limits.max_lines} (--max_lines)")
+  lines = [_line(v, f"lines[{i}]", limits) for i, v in enumerate(lines)]
+  n_best = data.get("n_best", False)
+  if not isinstance(n_best, bool):
+    raise BadRequest(f"n_best: expected true or false, got "
+                     f"{type(n_best).__name__}")
+  return lines, _decode_hparams(data), n_best
+
+
+def attention_request(data, limits):
+  """(line, decode_hparams) of an attention request."""
+  _check_keys(data, ("line", "decode_hparams"))
+  if "line" not in data:
+    raise BadRequest("line: missing; expected the sentence to show")
+  line = _line(data["line"], "line", limits)
+  if not line.strip():
+    raise BadRequest("line: empty; expected a sentence")
+  return line, _decode_hparams(data)
+
+
+def check_beam_size(hp, limits):
+  """Raises BadRequest when DecodeHParams hp searches wider than allowed."""
+  if hp.beam_size > limits.max_beam_size:
+    raise BadRequest(f"decode hparam beam_size={hp.beam_size}: more than the "
+                     f"limit of {limits.max_beam_size} (--max_beam_size)")

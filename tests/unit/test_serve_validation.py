@@ -1,0 +1,66 @@
+"""t2t-serve's request checks and model-source lookup (no model needed)."""
+import json
+import os
+
+import pytest
+
+from t2tlite.serve import validation
+from t2tlite.serve.model_source import ModelSource
+
+LIMITS = validation.Limits(max_lines=2, max_line_chars=10)
+
+
+@pytest.mark.parametrize("body, message", [
+    (b"", "empty body"),
+    (b"\xff\xfe", "invalid JSON"),
+    (b'{"a": ', "invalid JSON"),
+    (b'"text"', "expected a JSON object, got str"),
+])
+def test_parse_body_rejects(body, message):
+  with pytest.raises(validation.BadRequest, match=message):
+    validation.parse_body(body)
+
+
+def test_translate_request_reads_the_fields():
+  data = validation.parse_body(json.dumps(
+      {"lines": ["A dog.", ""], "decode_hparams": "beam_size=2",
+       "n_best": True}).encode())
+  assert validation.translate_request(data, LIMITS) == (
+      ["A dog.", ""], "beam_size=2", True)
+  assert validation.translate_request({"lines": ["x"]}, LIMITS) == (
+      ["x"], "", False)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({}, "lines: expected a list of strings, got none"),
+    ({"lines": ["a", "b", "c"]}, "3 lines, more than the limit of 2"),
+    ({"lines": ["a" * 11]}, r"lines\[0\]: 11 characters"),
+    ({"lines": ["a\nb"]}, "without line breaks"),
+    ({"lines": [None]}, r"lines\[0\]: expected a string, got NoneType"),
+    ({"lines": ["a"], "n_best": 1}, "n_best: expected true or false"),
+    ({"lines": ["a"], "decode_hparams": ["beam_size=2"]},
+     "decode_hparams: expected a string"),
+    ({"lines": ["a"], "line": "b"}, "unknown field 'line'"),
+])
+def test_translate_request_rejects(data, message):
+  with pytest.raises(validation.BadRequest, match=message):
+    validation.translate_request(data, LIMITS)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({}, "line: missing"), ({"line": "  "}, "line: empty"),
+    ({"line": 3}, "line: expected a string"),
+    ({"line": "a", "lines": []}, "unknown field 'lines'"),
+])
+def test_attention_request_rejects(data, message):
+  with pytest.raises(validation.BadRequest, match=message):
+    validation.attention_request(data, LIMITS)
+
+
+def test_model_source_names_what_it_expected(tmp_path):
+  with pytest.raises(FileNotFoundError, match="expected an export"):
+    ModelSource.open(str(tmp_path))
+  os.makedirs(tmp_path / "export" / "3")
+  (tmp_path / "export" / "3" / "saved_model.pb").write_bytes(b"")
+  with pytest.raises(FileNotFoundError, match="without assets.extra"):
+    ModelSource.open(str(tmp_path / "export"))
