@@ -11,7 +11,9 @@ unless --checkpoint_path names one (a prefix such as O/ckpt-100, or a folder
 such as O/averaged). Outputs are detokenized, one per input line, in input
 order; an empty input line gives an empty output line. With
 return_beams=true each line holds every beam and its score, tab-separated:
-`text_1<TAB>score_1<TAB>text_2<TAB>score_2...`. Inputs longer than any
+`text_1<TAB>score_1<TAB>text_2<TAB>score_2...`; so does sampling with
+num_samples > 1 (decode hparams sampling_temperature > 0, top_k, top_p,
+sampling_seed, num_samples; docs/decoding.md), its samples in order. Inputs longer than any
 training example (run.json records the longest) get a warning on stderr: a
 model rarely handles lengths it never saw.
 """
@@ -132,7 +134,7 @@ def _decode_file(decoder, postprocess, lines, length_warning):
   hp = decoder.hp
   length_warning.check(lines)
   outputs, scores = decoder.decode_lines(lines)
-  results = [_output_line(out, score, src, postprocess, hp.return_beams)
+  results = [_output_line(out, score, src, postprocess, hp.multiple_outputs)
              for out, score, src in zip(outputs, scores, lines)]
   if FLAGS.decode_to_file:
     files.atomic_write_text(FLAGS.decode_to_file,
@@ -155,7 +157,8 @@ def _decode_interactive(decoder, postprocess, length_warning):
     line = line.rstrip("\n")
     length_warning.check([line])
     (output,), (score,) = decoder.decode_lines([line], progress=False)
-    print(_output_line(output, score, line, postprocess, hp.return_beams),
+    print(_output_line(output, score, line, postprocess,
+                       hp.multiple_outputs),
           flush=True)
 
 

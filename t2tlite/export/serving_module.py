@@ -11,8 +11,10 @@ and return the keys "outputs" and "scores"):
                      -> outputs int32 [batch, out_len] ids ending with EOS,
                         0-padded; scores float32 [batch]
 
-With the decode hparam return_beams, outputs and scores gain a beam axis
-after the batch axis (best first). Scores are those of t2t-decoder: beam
+With the decode hparam return_beams (or num_samples > 1 when sampling),
+outputs and scores gain a beam (sample) axis after the batch axis (best
+first). Sampling hparams are fixed at export like the others; a sampled
+output depends only on sampling_seed and its input. Scores are those of t2t-decoder: beam
 search's length-penalised log-probability (greedy: the log-probability).
 
 Input rules, applied in the graph so that no request fails:
@@ -32,7 +34,7 @@ import tensorflow as tf
 
 from t2tlite import run_dir
 from t2tlite.data.vocab import EOS_ID, PAD_ID, UNK_ID
-from t2tlite.decode import decoding
+from t2tlite.decode import decoding, sampling
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
@@ -115,7 +117,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
   if postprocess is not None:
-    if hp.return_beams:
+    if hp.multiple_outputs:
       beams = tf.shape(outputs)[1]
       flat = postprocess(tf.reshape(outputs, [-1]),
                          tf.repeat(text, beams))
@@ -146,7 +148,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
                                hp.extra_length, hp.return_beams,
                                constraint=constraint, int8=hp.int8,
                                concurrent_searches=decoding.searches_for(hp),
-                               search_weights=search_weights)
+                               search_weights=search_weights,
+                               sampler=sampling.Sampler.from_hparams(hp))
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}

@@ -53,6 +53,21 @@ def test_return_beams_gives_n_best(trained):
   assert scores[0] == sorted(scores[0], reverse=True)
 
 
+def test_sampled_lines_do_not_depend_on_their_batch(trained):
+  _, model, vocab = trained
+  lines = sample_lines()
+  hp = DecodeHParams(sampling_temperature=1.0, top_k=20, sampling_seed=5,
+                     num_samples=2, extra_length=5, batch_size=3)
+  decoder = Decoder(model, vocab, hp)
+  outputs, scores = decoder.decode_lines(lines, progress=False)
+  assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]
+  for i, line in enumerate(lines):
+    if line.strip():
+      alone, alone_scores = decoder.decode_batch([line])
+      assert outputs[i] == alone[0], i
+      assert scores[i] == pytest.approx(alone_scores[0], abs=1e-3)
+
+
 def run_decoder(*args, stdin=None):
   return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
                          *args], input=stdin, capture_output=True, text=True,
