@@ -34,6 +34,8 @@ setuptools.setup(
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5"],
         # t2t-query's gRPC client; pinned to TensorFlow's minor version.
         "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3"],
+        # t2t-exporter --export_format=ctranslate2 (its Python spec API).
+        "ctranslate2": ["ctranslate2==4.8.5"],
     },
     entry_points={
         "console_scripts": [
@@ -46,6 +48,7 @@ setuptools.setup(
             "t2t-avg-checkpoints=t2tlite.bin.t2t_avg_checkpoints:main",
             "t2t-exporter=t2tlite.bin.t2t_exporter:main",
             "t2t-query=t2tlite.bin.t2t_query:main",
+            "t2t-score=t2tlite.bin.t2t_score:main",
         ],
     },
 )
