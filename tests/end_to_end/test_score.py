@@ -1,13 +1,11 @@
-"""t2t-score and the SavedModel's score signature on a small run folder."""
+"""t2t-score on a small run folder (the SavedModel's score signature:
+test_export.py)."""
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 from t2tlite.decode.scoring import Scorer
-from t2tlite.export import exporter, serving_module
 
 from run_folder import multi30k_lines, needs_multi30k, trained_run
 from train_helpers import user_env
@@ -81,20 +79,3 @@ def test_t2t_score_bad_pairs_fail_with_one_line(trained, tmp_path, targets,
   assert __import__("re").search(message, error), error
   assert not out.exists()
 
-
-def test_score_signature_scores_as_the_scorer(trained, tmp_path):
-  folder, model, vocab = trained
-  sources, targets = pairs()
-  path = exporter.export_saved_model(
-      folder, export_dir=str(tmp_path / "export"),
-      decode_hparams="beam_size=1,extra_length=5")
-  loaded = tf.saved_model.load(path)
-  score = loaded.signatures[serving_module.SCORE_SIGNATURE]
-  result = score(inputs=tf.constant(sources), targets=tf.constant(targets))
-  expected = Scorer(model, vocab).score_lines(sources, targets)
-  np.testing.assert_allclose(result["scores"], [s.total for s in expected],
-                             rtol=1e-4)
-  np.testing.assert_allclose(result["normalized_scores"],
-                             [s.normalized for s in expected], rtol=1e-4)
-  assert result["lengths"].numpy().tolist() == [len(s.tokens)
-                                                for s in expected]
