@@ -15,8 +15,13 @@ Prints the machine's fingerprint, then JSON lines:
     CTranslate2 export (greedy and beam 4, float32, same threads), each the
     best of --repeats alternated runs;
   * "ctranslate2_greedy": the test's check on the first 300 test2016
-    sentences (identical lines, sacreBLEU of both).
---reuse keeps a run already trained in --work_dir.
+    sentences (identical lines, sacreBLEU of both);
+  * "seed_ensemble" (--parts=seeds): a second run of the recipe with
+    --random_seed=2 on the first run's data (so one vocabulary), then the
+    sacreBLEU on val of each seed's averaged model and of both as an
+    ensemble (t2t-decoder --checkpoint_path=RUN1/averaged,RUN2).
+--reuse keeps a run already trained in --work_dir; --parts picks what runs
+(default checkpoints,speed,ctranslate2).
 """
 import argparse
 import gzip
@@ -60,7 +65,9 @@ def main():
   parser.add_argument("--work_dir", required=True)
   parser.add_argument("--reuse", action="store_true")
   parser.add_argument("--repeats", type=int, default=2)
+  parser.add_argument("--parts", default="checkpoints,speed,ctranslate2")
   args = parser.parse_args()
+  parts = set(args.parts.split(","))
   import multi30k_short as recipe
   from corpora import SHARED_DATA
   from train_helpers import command
@@ -80,25 +87,55 @@ def main():
   write(reference, val_de)
 
   import sacrebleu
-  checkpoints = sorted(output_dir.glob("ckpt-*.index"),
-                       key=lambda p: int(p.stem.split("-")[1]))
-  last, before = (str(p.with_suffix("")) for p in checkpoints[-1:-3:-1])
-  bleu = {}
-  for name, path in (("last", last), ("before_last", before),
-                     ("ensemble_last_two", f"{last},{before}"),
-                     ("averaged_last_3", str(output_dir / "averaged"))):
+
+  def val_bleu(name, run, path):
     out = work / f"val.{name}.de"
     start = time.time()
-    command("t2t-decoder", f"--output_dir={output_dir}",
+    command("t2t-decoder", f"--output_dir={run}",
             f"--checkpoint_path={path}",
             "--decode_hparams=beam_size=4,alpha=0.6,batch_size=64",
             f"--decode_from_file={source}", f"--decode_to_file={out}",
             "--mixed_precision=float32")
-    bleu[name] = {"sacrebleu": round(sacrebleu.corpus_bleu(
+    return {"sacrebleu": round(sacrebleu.corpus_bleu(
         read(out), [val_de]).score, 2), "wall_s": round(time.time() - start)}
+
+  if "seeds" in parts:
+    second = work / "seed2"
+    if not (second / "averaged").is_dir():
+      command("t2t-trainer", "--problem=translate_ende_wmt",
+              "--hparams_set=transformer_tiny",
+              f"--hparams={recipe.HPARAMS}", f"--data_dir={work / 'data'}",
+              f"--output_dir={second}", f"--train_steps={recipe.TRAIN_STEPS}",
+              "--schedule=train", "--save_checkpoints_secs=20",
+              "--keep_checkpoint_max=3", "--random_seed=2",
+              "--mixed_precision=float32", timeout=3000)
+      command("t2t-avg-checkpoints", f"--output_dir={second}", "--n=3")
+    first = output_dir / "averaged"
+    bleu = {"seed1_averaged": val_bleu("seed1", output_dir, first),
+            "seed2_averaged": val_bleu("seed2", second, second / "averaged"),
+            "ensemble_seeds_1_2": val_bleu("seeds", output_dir,
+                                           f"{first},{second / 'averaged'}")}
+    print(json.dumps({"seed_ensemble": bleu,
+                      "set": "multi30k val, 1014 sentences, beam 4"}),
+          flush=True)
+  if "checkpoints" not in parts:
+    return speed_and_check(args, parts, work, output_dir, raw, val_en, val_de)
+  checkpoints = sorted(output_dir.glob("ckpt-*.index"),
+                       key=lambda p: int(p.stem.split("-")[1]))
+  last, before = (str(p.with_suffix("")) for p in checkpoints[-1:-3:-1])
+  bleu = {name: val_bleu(name, output_dir, path) for name, path in (
+      ("last", last), ("before_last", before),
+      ("ensemble_last_two", f"{last},{before}"),
+      ("averaged_last_3", str(output_dir / "averaged")))}
   print(json.dumps({"ensemble": bleu, "checkpoints": [last, before],
                     "set": "multi30k val, 1014 sentences, beam 4"}),
         flush=True)
+  speed_and_check(args, parts, work, output_dir, raw, val_en, val_de)
+
+
+def speed_and_check(args, parts, work, output_dir, raw, val_en, val_de):
+  """The "speed" and "ctranslate2_greedy" lines, as --parts asks."""
+  import multi30k_short as recipe
 
   from t2tlite import run_dir
   from t2tlite.data.vocab import Vocabulary
@@ -108,6 +145,8 @@ def main():
   model, info, _ = run_dir.load_trained_model(str(output_dir),
                                               str(output_dir / "averaged"))
   vocab = Vocabulary.from_file(info.vocab_file)
+  if "speed" not in parts:
+    return ct2_check(parts, work, output_dir, raw)
   ct2_dir = work / "ctranslate2"
   if not ct2_dir.is_dir():
     export_ctranslate2(str(output_dir), str(ct2_dir),
@@ -134,7 +173,13 @@ def main():
       for name, s in seconds.items()},
       "set": "multi30k val, 1014 sentences (pairs for score_pairs)",
       "load_average": os.getloadavg()}), flush=True)
+  ct2_check(parts, work, output_dir, raw)
 
+
+def ct2_check(parts, work, output_dir, raw):
+  import multi30k_short as recipe
+  if "ctranslate2" not in parts:
+    return
   test_source = recipe.first_lines(raw / "test_2016_flickr.en.gz",
                                    recipe.TEST_SENTENCES, work / "test.en")
   test_reference = recipe.first_lines(raw / "test_2016_flickr.de.gz",
