@@ -42,6 +42,8 @@ setuptools.setup(
         # t2t-serve: Flask's app served by waitress (a threaded WSGI server).
         "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3",
                     "flask>=3.0", "waitress>=3.0"],
+        # t2t-exporter --export_format=ctranslate2 (its Python spec API).
+        "ctranslate2": ["ctranslate2==4.8.5"],
     },
     entry_points={
         "console_scripts": [
@@ -56,6 +58,7 @@ setuptools.setup(
             "t2t-query=t2tlite.bin.t2t_query:main",
             "t2t-serve=t2tlite.bin.t2t_serve:main",
             "t2t-report=t2tlite.bin.t2t_report:main",
+            "t2t-score=t2tlite.bin.t2t_score:main",
         ],
     },
 )

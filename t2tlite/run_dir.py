@@ -212,3 +212,68 @@ def _word_pointer_tables(info):
   return word_pointer_tables(info.hparams,
                              problem_lib.get_problem(info.problem), vocab,
                              target_vocab)
+
+
+# Several runs' models at once: the members of an ensemble.
+
+
+def _same_file(a, b):
+  with open(a, "rb") as fa, open(b, "rb") as fb:
+    return fa.read() == fb.read()
+
+
+def _resolve_member(output_dir, path):
+  """(RunInfo, checkpoint) of one ensemble member: `path` is a run folder
+  (its newest checkpoint), or a checkpoint prefix or checkpoint folder of
+  `output_dir`'s run."""
+  if os.path.isfile(os.path.join(path, RUN_FILE)):
+    return read_run_info(path), latest_checkpoint(path)
+  return (read_run_info(output_dir),
+          latest_checkpoint(output_dir, path))
+
+
+def check_same_problem_and_vocab(members):
+  """Raises ValueError naming the first member whose problem or
+  vocabularies differ from the first member's.
+
+  Args:
+    members: [(RunInfo, checkpoint path)].
+  """
+  (first, first_path), *others = members
+  for info, path in others:
+    if info.problem != first.problem:
+      raise ValueError(
+          f"checkpoint_path: {path} was trained on problem {info.problem} "
+          f"but {first_path} on {first.problem}; an ensemble needs one "
+          "problem and vocabulary")
+    for name, a, b in (("vocabulary", first.vocab_file, info.vocab_file),
+                       ("target vocabulary", first.target_vocab_file,
+                        info.target_vocab_file)):
+      if not _same_file(a, b):
+        raise ValueError(
+            f"checkpoint_path: the {name} of {path} ({b}) differs from that "
+            f"of {first_path} ({a}); an ensemble needs one vocabulary")
+
+
+def load_models(output_dir, paths, dtype=None):
+  """Loads the members of an ensemble (`decode.ensemble.Ensemble`).
+
+  Args:
+    output_dir: the run whose checkpoints bare prefixes or checkpoint
+      folders name (and whose problem and vocabulary the ensemble uses).
+    paths: run folders, checkpoint prefixes or checkpoint folders.
+    dtype: the models' Keras dtype policy name (None: float32).
+  Returns:
+    (list of models, the first member's RunInfo, list of checkpoints).
+  Raises:
+    FileNotFoundError: a member without a checkpoint.
+    ValueError: members of different problems or vocabularies.
+  """
+  members = [_resolve_member(output_dir, path) for path in paths]
+  check_same_problem_and_vocab(members)
+  models = []
+  for info, checkpoint in members:
+    model = build_run_model(info, dtype=dtype)
+    make_checkpoint(model).restore(checkpoint).expect_partial()
+    models.append(model)
+  return models, members[0][0], [checkpoint for _, checkpoint in members]

@@ -19,7 +19,9 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "in int8, faster on AVX2 CPUs, outputs change a little), "
                     "concurrent_searches (searches over parts of a batch run "
                     "side by side; 0: auto, 2 on a CPU with 2+ cores, where "
-                    "t2t-decoder gives each cores/2 intra-op threads).")
+                    "t2t-decoder gives each cores/2 intra-op threads); "
+                    "sampling_temperature (> 0: sample instead of "
+                    "searching), top_k, top_p, sampling_seed, num_samples.")
 
 FLAGS = flags.FLAGS
 

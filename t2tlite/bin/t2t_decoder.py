@@ -8,10 +8,15 @@ r"""t2t-decoder: translates (or parses) text with a trained model.
 Hparams, problem and vocabulary come from output_dir (written by
 t2t-trainer), so no overrides are repeated. The newest checkpoint is used
 unless --checkpoint_path names one (a prefix such as O/ckpt-100, or a folder
-such as O/averaged). Outputs are detokenized, one per input line, in input
+such as O/averaged). --checkpoint_path=A,B,... decodes with an ensemble:
+each of A, B, ... is a checkpoint of O (prefix or folder) or another run
+folder of the same problem and vocabulary, and the search averages the
+models' log-probabilities at every step (docs/decoding.md). Outputs are detokenized, one per input line, in input
 order; an empty input line gives an empty output line. With
 return_beams=true each line holds every beam and its score, tab-separated:
-`text_1<TAB>score_1<TAB>text_2<TAB>score_2...`. Inputs longer than any
+`text_1<TAB>score_1<TAB>text_2<TAB>score_2...`; so does sampling with
+num_samples > 1 (decode hparams sampling_temperature > 0, top_k, top_p,
+sampling_seed, num_samples; docs/decoding.md), its samples in order. Inputs longer than any
 training example (run.json records the longest) get a warning on stderr: a
 model rarely handles lengths it never saw.
 """
@@ -99,7 +104,10 @@ def _load():
   """(Decoder, problem name, _LengthWarning) from the flags; errors
   raise."""
   choice = precision_flags.chosen("Decoding")
-  model, info, path, hp = run_flags.load_trained(choice.keras_policy)
+  if _ensemble_paths():
+    model, info, path, hp = _load_ensemble(choice.keras_policy)
+  else:
+    model, info, path, hp = run_flags.load_trained(choice.keras_policy)
   if FLAGS.problem and FLAGS.problem != info.problem:
     raise ValueError(
         f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
@@ -118,6 +126,30 @@ def _load():
           _LengthWarning(vocab, info.longest_train_example))
 
 
+def _ensemble_paths():
+  """The members named by a comma-separated --checkpoint_path, or None."""
+  value = FLAGS.checkpoint_path or ""
+  if "," not in value:
+    return None
+  paths = [os.path.expanduser(p.strip()) for p in value.split(",")]
+  if not all(paths):
+    raise ValueError(f"--checkpoint_path={value}: an empty name between "
+                     "commas (expected A,B,... checkpoints or run folders)")
+  return paths
+
+
+def _load_ensemble(dtype):
+  """run_flags.load_trained for an ensemble: (Ensemble, the first member's
+  RunInfo, its checkpoints joined by commas, DecodeHParams)."""
+  from t2tlite.decode import ensemble
+  decoding.DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
+  common_flags.load_run_plugins(FLAGS.output_dir)
+  models, info, paths = run_dir.load_models(
+      FLAGS.output_dir, _ensemble_paths(), dtype=dtype)
+  hp = decoding.DecodeHParams.for_problem(info.problem, FLAGS.decode_hparams)
+  return ensemble.Ensemble(models), info, ",".join(paths), hp
+
+
 def _read_input():
   """The --decode_from_file lines, read (and --decode_to_file's folder
   checked) before the model loads, so that mistakes fail fast."""
@@ -133,7 +165,7 @@ def _decode_file(decoder, postprocess, lines, length_warning):
   hp = decoder.hp
   length_warning.check(lines)
   outputs, scores = decoder.decode_lines(lines)
-  results = [_output_line(out, score, src, postprocess, hp.return_beams)
+  results = [_output_line(out, score, src, postprocess, hp.multiple_outputs)
              for out, score, src in zip(outputs, scores, lines)]
   if FLAGS.decode_to_file:
     files.atomic_write_text(FLAGS.decode_to_file,
@@ -156,7 +188,8 @@ def _decode_interactive(decoder, postprocess, length_warning):
     line = line.rstrip("\n")
     length_warning.check([line])
     (output,), (score,) = decoder.decode_lines([line], progress=False)
-    print(_output_line(output, score, line, postprocess, hp.return_beams),
+    print(_output_line(output, score, line, postprocess,
+                       hp.multiple_outputs),
           flush=True)
 
 

@@ -14,6 +14,16 @@ are truncated. It computes in float32 unless --mixed_precision=bfloat16
 (for servers with native bfloat16: GPUs of compute capability >= 8.0, CPUs
 with avx512_bf16 or amx_bf16). Serve it with
 `tensorflow_model_server --model_name=NAME --model_base_path=EXPORT_DIR`.
+
+    t2t-exporter --output_dir=~/t2t_train/ende --export_format=ctranslate2 \
+        [--export_dir=~/t2t_train/ende/ctranslate2]
+
+writes the model for CTranslate2 instead (pip install 't2tlite[ctranslate2]'):
+one folder (default OUTPUT_DIR/ctranslate2, which must not exist) with
+CTranslate2's model files and the sentencepiece models that tokenize its
+inputs and detokenize its outputs (docs/decoding.md). Decode hparams and
+--mixed_precision do not apply: CTranslate2 searches and picks its compute
+type when it loads the model.
 """
 
 from absl import flags
@@ -29,6 +39,11 @@ flags.DEFINE_string("export_dir", None, "Folder of the version folders "
                     "(TF Serving's --model_base_path); default "
                     "OUTPUT_DIR/export.")
 
+flags.DEFINE_enum("export_format", "saved_model",
+                  ["saved_model", "ctranslate2"],
+                  "saved_model: for TF Serving; ctranslate2: for "
+                  "CTranslate2 (needs the ctranslate2 package).")
+
 precision_flags.define_export_flag()
 flags.declare_key_flag("mixed_precision")
 
@@ -38,6 +53,14 @@ FLAGS = flags.FLAGS
 def _run():
   from t2tlite.export.exporter import export_saved_model
   common_flags.load_run_plugins(FLAGS.output_dir)
+  if FLAGS.export_format == "ctranslate2":
+    from t2tlite.export.ctranslate2 import export_ctranslate2
+    try:
+      print(export_ctranslate2(FLAGS.output_dir, export_dir=FLAGS.export_dir,
+                               checkpoint_path=FLAGS.checkpoint_path))
+    except ImportError as error:  # the optional extra is not installed
+      raise console.CommandError(str(error)) from None
+    return
   print(export_saved_model(FLAGS.output_dir, export_dir=FLAGS.export_dir,
                            checkpoint_path=FLAGS.checkpoint_path,
                            decode_hparams=FLAGS.decode_hparams,

@@ -21,7 +21,7 @@ import re
 import tensorflow as tf
 
 from t2tlite.data.samples import DataError, Skipped
-from t2tlite.data.vocab import EOS_ID
+from t2tlite.ids import EOS_ID
 
 _ENCODE_BATCH = 1000
 _WHERE_KEPT = 5  # locations kept per skip reason, for the summary

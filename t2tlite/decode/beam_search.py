@@ -153,8 +153,9 @@ def _best_extensions(logits, alive_log_probs, n):
 
 
 def greedy_search(decode_step, initial_cache, max_decode_length,
-                  eos_id=EOS_ID, max_lengths=None):
-  """Picks the most probable token at every step until EOS.
+                  eos_id=EOS_ID, max_lengths=None, pick=None):
+  """Picks the most probable token at every step until EOS (or, with
+  `pick`, the token `pick` chooses: sampling).
 
   Args:
     decode_step: callable(ids int32 [batch], step, cache) -> (logits [batch, V],
@@ -163,6 +164,9 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     max_decode_length: int or int32 scalar tensor, most tokens per output.
     eos_id: the end-of-sequence id.
     max_lengths: optional int32 [batch], per-element limits.
+    pick: None (the most probable token), or callable(logits float32
+      [batch, V], step int32 scalar) -> int32 [batch] the tokens written
+      (`t2tlite.decode.sampling`).
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
     the chosen tokens' log-probabilities).
@@ -180,10 +184,16 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
   def body(step, seqs, finished, scores, cache):
     finished |= step >= limits
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
-    log_z, best, best_ids = log_normalizer_and_top_k(
-        tf.cast(logits, tf.float32), 1)
-    tokens = tf.where(finished, tf.zeros_like(best_ids[:, 0]), best_ids[:, 0])
-    token_scores = best[:, 0] - log_z
+    logits = tf.cast(logits, tf.float32)
+    if pick is None:
+      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1)
+      chosen, chosen_logits = best_ids[:, 0], best[:, 0]
+    else:
+      log_z = tf.reduce_logsumexp(logits, axis=-1)
+      chosen = pick(logits, step)
+      chosen_logits = tf.gather(logits, chosen, batch_dims=1)
+    tokens = tf.where(finished, tf.zeros_like(chosen), chosen)
+    token_scores = chosen_logits - log_z
     scores += tf.where(finished, tf.zeros_like(token_scores), token_scores)
     seqs = _write_position(seqs, step, tokens)
     return step + 1, seqs, finished | tf.equal(tokens, eos_id), scores, cache

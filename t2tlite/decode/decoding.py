@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from t2tlite import hparams_lib
 from t2tlite import precision
-from t2tlite.decode import constraints
+from t2tlite.decode import constraints, sampling
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.ids import EOS_ID, PAD_ID
@@ -43,6 +43,17 @@ class DecodeHParams:
     two or more cores, else 1 (`searches_for`). float32 and bfloat16
     outputs are those of one search (int8 ones can differ a little on CPUs
     without VNNI, where its kernel depends on the row count).
+  sampling_temperature: 0 searches (greedy or beam, as beam_size says);
+    > 0 samples each output token from the model's distribution with its
+    logits divided by this (`t2tlite.decode.sampling`; beam_size is then
+    unused).
+  top_k: sample among the k most probable tokens only; 0: all.
+  top_p: sample among the smallest set of most probable tokens whose
+    probability reaches top_p (nucleus sampling); 1: all. In (0, 1].
+  sampling_seed: outputs are a function of the seed and the input
+    sentence, whatever else shares its batch.
+  num_samples: outputs sampled per input (each line then holds them all,
+    as with return_beams).
   """
   beam_size: int = 4
   alpha: float = 0.6
@@ -52,6 +63,11 @@ class DecodeHParams:
   constrained: bool = True
   int8: bool = False
   concurrent_searches: int = 0
+  sampling_temperature: float = 0.0
+  top_k: int = 0
+  top_p: float = 1.0
+  sampling_seed: int = 0
+  num_samples: int = 1
 
   def __post_init__(self):
     hparams_lib.check_field_types(self, "decode hparam")
@@ -63,6 +79,46 @@ class DecodeHParams:
       if getattr(self, name) < 0:
         raise ValueError(f"decode hparam {name} must be >= 0, got "
                          f"{getattr(self, name)}")
+    self._check_sampling()
+
+  def _check_sampling(self):
+    if self.sampling_temperature < 0:
+      raise ValueError("decode hparam sampling_temperature must be > 0 to "
+                       "sample (0: search), got "
+                       f"{self.sampling_temperature}")
+    if self.top_k < 0:
+      raise ValueError(f"decode hparam top_k must be >= 0, got {self.top_k}")
+    if not 0 < self.top_p <= 1:
+      raise ValueError(f"decode hparam top_p must be in (0, 1], got "
+                       f"{self.top_p}")
+    if self.num_samples < 1:
+      raise ValueError(f"decode hparam num_samples must be >= 1, got "
+                       f"{self.num_samples}")
+    asked = [name for name, unset in (("top_k", 0), ("top_p", 1.0),
+                                      ("num_samples", 1))
+             if getattr(self, name) != unset]
+    if asked and not self.sampling_temperature:
+      raise ValueError(f"decode hparam {asked[0]}={getattr(self, asked[0])} "
+                       "samples: it needs sampling_temperature > 0 (got 0, "
+                       "which searches)")
+    if self.sampling_temperature and self.return_beams:
+      raise ValueError("decode hparam return_beams is for beam search; "
+                       "with sampling_temperature > 0 ask for num_samples")
+
+  @property
+  def sampling(self):
+    """Outputs are sampled (sampling_temperature > 0), not searched."""
+    return self.sampling_temperature > 0
+
+  @property
+  def multiple_outputs(self):
+    """Each input gets a list of outputs (n-best beams or samples)."""
+    return self.return_beams or self.num_samples > 1
+
+  @property
+  def outputs_per_input(self):
+    """Outputs in each input's list when multiple_outputs."""
+    return self.num_samples if self.sampling else self.beam_size
 
   @classmethod
   def parse(cls, text):
@@ -259,7 +315,8 @@ def fixed_search_weights(model, int8=False, weights_first=False):
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                return_beams=False, static_shapes=False, constraint=None,
-               int8=False, concurrent_searches=1, search_weights=None):
+               int8=False, concurrent_searches=1, search_weights=None,
+               sampler=None):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -288,11 +345,14 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     search_weights: None (made in the graph, at every call), or
       `fixed_search_weights(model, int8)` of the same int8 setting, made
       once.
+    sampler: None (search), or a `sampling.Sampler`: outputs are sampled
+      (beam_size, alpha and return_beams unused); with num_samples > 1
+      they get a sample axis, as beams do.
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
-    src_len + extra_length (see `decode_lengths`). Greedy scores are
-    log-probabilities, beam scores are length-penalised.
+    src_len + extra_length (see `decode_lengths`). Greedy and sampled
+    scores are log-probabilities, beam scores are length-penalised.
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
@@ -300,6 +360,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     search_weights = model.search_weights(int8=int8)
 
   def search(rows):
+    if sampler is not None:
+      return sample(rows)
     length, limits = decode_lengths(model, rows, extra_length)
     decode_step, cache = model.prepare_decoding(
         rows, length if static_shapes else None, int8=int8,
@@ -316,6 +378,24 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       outputs, scores = beam_search(step, cache, beam_size, length,
                                     alpha=alpha, return_beams=return_beams,
                                     max_lengths=limits)
+    return outputs, scores
+
+  def sample(inputs):
+    rows, keys = sampler.expand(inputs)
+    length, limits = decode_lengths(model, rows, extra_length)
+    decode_step, cache = model.prepare_decoding(
+        rows, length if static_shapes else None, int8=int8,
+        search_weights=search_weights)
+    step = _without_padding(decode_step)
+    if constraint is not None:
+      step, cache = constraints.constrain(step, cache, constraint, rows,
+                                          limits)
+    outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
+                                    pick=sampler.pick_for(keys))
+    if sampler.num_samples > 1:
+      n = sampler.num_samples
+      outputs = tf.reshape(outputs, [-1, n, tf.shape(outputs)[-1]])
+      scores = tf.reshape(scores, [-1, n])
     return outputs, scores
 
   if concurrent_searches == 1:
@@ -353,17 +433,19 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     constraint: None, or a `constraints.DecodeConstraint` (`decode_ids`).
     search_weights: None, or `fixed_search_weights(model, hp.int8)`.
   Returns:
-    {"outputs": tf.string [batch] (or [batch, beam] with hp.return_beams),
+    {"outputs": tf.string [batch] (or [batch, beam] with
+    hp.multiple_outputs: beams or samples),
     "scores": float32 [batch] (or [batch, beam])}.
   """
   inputs = encode_inputs(vocab, strings)
   result = int8_or_float(hp, search_weights, lambda hp, weights: decode_ids(
       model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
       hp.return_beams, constraint=constraint, int8=hp.int8,
-      concurrent_searches=searches_for(hp), search_weights=weights))
+      concurrent_searches=searches_for(hp), search_weights=weights,
+      sampler=sampling.Sampler.from_hparams(hp)))
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
-  if hp.return_beams:
+  if hp.multiple_outputs:
     beams = tf.shape(ids)[1]
     flat = target_vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
     text = tf.reshape(flat, [-1, beams])
@@ -408,10 +490,11 @@ class Decoder:
 
   def decode_batch(self, strings):
     """list of str -> (outputs, scores): a str and a float per input, or with
-    return_beams a list of each per input (best first)."""
+    return_beams (num_samples > 1) a list of each per input (best first;
+    samples in order)."""
     result = self._decode(tf.constant(strings, tf.string))
     outputs = result["outputs"].numpy().tolist()
-    if self.hp.return_beams:
+    if self.hp.multiple_outputs:
       outputs = [[b.decode("utf-8") for b in beams] for beams in outputs]
     else:
       outputs = [b.decode("utf-8") for b in outputs]
@@ -428,7 +511,7 @@ class Decoder:
       gives "" and score 0.0 (lists of them with return_beams) undecoded.
     """
     hp = self.hp
-    beams = hp.beam_size if hp.return_beams else None
+    beams = hp.outputs_per_input if hp.multiple_outputs else None
     outputs = [[""] * beams if beams else ""] * len(lines)
     scores = [[0.0] * beams if beams else 0.0] * len(lines)
     todo = [i for i, line in enumerate(lines) if line.strip()]

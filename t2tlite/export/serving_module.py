@@ -1,7 +1,7 @@
 """The tf.Module an export saves: tokenizer and search inside one graph.
 
-Signatures (TF Serving's signature_name; both take the input key "inputs"
-and return the keys "outputs" and "scores"):
+Signatures (TF Serving's signature_name; the two translating ones take the
+input key "inputs" and return the keys "outputs" and "scores"):
 
     serving_default  inputs tf.string [batch], raw UTF-8 text
                      -> outputs tf.string [batch] text detokenized by the
@@ -10,9 +10,18 @@ and return the keys "outputs" and "scores"):
                      ending with EOS (1)
                      -> outputs int32 [batch, out_len] ids ending with EOS,
                         0-padded; scores float32 [batch]
+    score            inputs tf.string [batch] source text, targets
+                     tf.string [batch] their translations
+                     -> scores float32 [batch] log P(target | input), EOS
+                        included (`t2tlite.decode.scoring`, as t2t-score);
+                        normalized_scores float32 [batch] per target token;
+                        lengths int32 [batch] target tokens with EOS;
+                        token_scores float32 [batch, len], 0-padded
 
-With the decode hparam return_beams, outputs and scores gain a beam axis
-after the batch axis (best first). Scores are those of t2t-decoder: beam
+With the decode hparam return_beams (or num_samples > 1 when sampling),
+outputs and scores gain a beam (sample) axis after the batch axis (best
+first). Sampling hparams are fixed at export like the others; a sampled
+output depends only on sampling_seed and its input. Scores are those of t2t-decoder: beam
 search's length-penalised log-probability (greedy: the log-probability).
 
 Input rules, applied in the graph so that no request fails:
@@ -24,6 +33,8 @@ Input rules, applied in the graph so that no request fails:
     sees more than max_input_length (= hparams.max_length) positions;
   * empty or blank text gives "" with score 0; an id row without tokens
     gives a row of 0s with score 0;
+  * `score` truncates targets as inputs (max_input_length - 1 tokens, then
+    EOS); an empty target scores EOS alone, an empty input is EOS alone;
   * a batch of 0 inputs gives 0 outputs.
 Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
@@ -40,12 +51,14 @@ import tensorflow as tf
 
 from t2tlite import precision
 from t2tlite import run_dir
-from t2tlite.decode import decoding
+from t2tlite.decode import decoding, sampling, scoring
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
+SCORE_SIGNATURE = "score"
 INPUT_KEY = "inputs"
+TARGET_KEY = "targets"
 
 
 def valid_utf8(strings):
@@ -124,7 +137,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
   if postprocess is not None:
-    if hp.return_beams:
+    if hp.multiple_outputs:
       beams = tf.shape(outputs)[1]
       flat = postprocess(tf.reshape(outputs, [-1]),
                          tf.repeat(text, beams))
@@ -156,10 +169,30 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
                           hp.extra_length, hp.return_beams,
                           constraint=constraint, int8=hp.int8,
                           concurrent_searches=decoding.searches_for(hp),
-                          search_weights=weights)))
+                          search_weights=weights,
+                          sampler=sampling.Sampler.from_hparams(hp))))
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
+
+
+def score_text(model, vocab, target_vocab, max_input_length, inputs,
+               targets):
+  """Pairs of text in, their log-probabilities out (the score signature).
+
+  Args:
+    inputs, targets: tf.string [batch].
+    (others as in `translate_text`)
+  Returns:
+    `scoring.summarize`'s dict: "scores", "normalized_scores", "lengths"
+    [batch] and "token_scores" [batch, tgt_len].
+  """
+  source = truncate_and_end(vocab.encode(valid_utf8(inputs)),
+                            max_input_length)
+  target = truncate_and_end(target_vocab.encode(valid_utf8(targets)),
+                            max_input_length)
+  return scoring.summarize(scoring.token_log_probs(model, source, target),
+                           target)
 
 
 class ServingModule(tf.Module):
@@ -223,8 +256,14 @@ class ServingModule(tf.Module):
                                      constraint, weights),
         input_signature=[tf.TensorSpec([None, None], tf.int32,
                                        name=INPUT_KEY)])
+    self.score = tf.function(
+        lambda inputs, targets: score_text(model, vocab, self.target_vocab,
+                                           length, inputs, targets),
+        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY),
+                         tf.TensorSpec([None], tf.string, name=TARGET_KEY)])
 
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
     return {TEXT_SIGNATURE: self.translate_text.get_concrete_function(),
-            IDS_SIGNATURE: self.translate_ids.get_concrete_function()}
+            IDS_SIGNATURE: self.translate_ids.get_concrete_function(),
+            SCORE_SIGNATURE: self.score.get_concrete_function()}

@@ -1,7 +1,7 @@
 """Label-smoothed cross-entropy over non-padding target tokens (section 5.4)."""
 import tensorflow as tf
 
-from t2tlite.data.vocab import PAD_ID
+from t2tlite.ids import PAD_ID
 
 
 def smoothed_cross_entropy(logits, targets, label_smoothing):

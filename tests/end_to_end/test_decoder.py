@@ -54,6 +54,21 @@ def test_return_beams_gives_n_best(trained):
   assert scores[0] == sorted(scores[0], reverse=True)
 
 
+def test_sampled_lines_do_not_depend_on_their_batch(trained):
+  _, model, vocab = trained
+  lines = sample_lines()
+  hp = DecodeHParams(sampling_temperature=1.0, top_k=20, sampling_seed=5,
+                     num_samples=2, extra_length=5, batch_size=3)
+  decoder = Decoder(model, vocab, hp)
+  outputs, scores = decoder.decode_lines(lines, progress=False)
+  assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]
+  for i, line in enumerate(lines):
+    if line.strip():
+      alone, alone_scores = decoder.decode_batch([line])
+      assert outputs[i] == alone[0], i
+      assert scores[i] == pytest.approx(alone_scores[0], abs=1e-3)
+
+
 def run_decoder(*args, stdin=None):
   return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
                          *args], input=stdin, capture_output=True, text=True,
@@ -171,3 +186,63 @@ def test_t2t_decoder_errors_are_clear(tmp_path):
   assert run.returncode == 1
   assert f"No checkpoint in --output_dir={folder}" in run.stderr
   assert "Traceback" not in run.stderr
+
+
+@pytest.fixture(scope="module")
+def second_run(tmp_path_factory):
+  """Another run folder of the same problem and vocabulary (other
+  weights: seed 4)."""
+  folder = str(tmp_path_factory.mktemp("second_run"))
+  make_run_folder(folder, seed=4)
+  return folder
+
+
+@pytest.mark.timeout(180)
+def test_t2t_decoder_decodes_with_an_ensemble(trained, second_run, tmp_path):
+  from t2tlite.decode.ensemble import Ensemble
+  from t2tlite.run_dir import load_models
+  folder, _, vocab = trained
+  lines = ["A dog runs.", "", "Two men sit on a bench."]
+  source = tmp_path / "in.en"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  target = tmp_path / "out.de"
+  run = run_decoder(
+      f"--output_dir={folder}", f"--checkpoint_path={folder},{second_run}",
+      f"--decode_from_file={source}", f"--decode_to_file={target}",
+      "--decode_hparams=beam_size=2,extra_length=4",
+      "--mixed_precision=float32")
+  assert run.returncode == 0, run.stderr
+  models, _, _ = load_models(folder, [folder, second_run])
+  hp = DecodeHParams(beam_size=2, extra_length=4)
+  expected, _ = Decoder(Ensemble(models), vocab, hp).decode_lines(
+      lines, progress=False)
+  assert target.read_text(encoding="utf-8").splitlines() == expected
+
+
+@pytest.mark.timeout(180)
+def test_ensemble_members_must_share_problem_and_vocabulary(trained,
+                                                            tmp_path):
+  from t2tlite.data.vocab import train_sentencepiece
+  from t2tlite.run_dir import load_models
+  folder, _, _ = trained
+  other = str(tmp_path / "enfr")
+  make_run_folder(other, problem="translate_enfr_wmt")
+  source = tmp_path / "in.en"
+  source.write_text("A dog.\n", encoding="utf-8")
+  run = run_decoder(f"--output_dir={folder}",
+                    f"--checkpoint_path={folder},{other}",
+                    f"--decode_from_file={source}")
+  assert run.returncode == 1
+  assert run.stderr.strip().splitlines()[-1] == (
+      f"t2t-decoder: error: --checkpoint_path: {other}/ckpt-1 was trained "
+      "on problem translate_enfr_wmt but "
+      f"{folder}/ckpt-1 on translate_ende_wmt; an ensemble needs one "
+      "problem and vocabulary")
+  # Same problem, another vocabulary.
+  resized = str(tmp_path / "resized")
+  make_run_folder(resized)
+  train_sentencepiece(lambda: iter(multi30k_lines("en", 200)),
+                      os.path.join(resized, "vocab.model"), 200)
+  with pytest.raises(ValueError, match=r"the vocabulary of .*resized/ckpt-1 "
+                     r"\(.*\) differs from that of"):
+    load_models(folder, [folder, resized])

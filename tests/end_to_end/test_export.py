@@ -344,3 +344,53 @@ def test_publish_takes_the_next_number_when_one_is_taken_meanwhile(
   assert (export_dir / "2" / "saved_model.pb").read_text() == "ours"
   assert (export_dir / "1" / "saved_model.pb").read_text() == (
       "another exporter's")
+
+
+
+SAMPLING = ("sampling_temperature=1.0,top_k=20,sampling_seed=3,"
+            "num_samples=2,extra_length=5")
+
+
+@pytest.fixture(scope="module")
+def sampling_export(exported, tmp_path_factory):
+  """The exported run again, sampling: (model, vocab, loaded SavedModel)."""
+  folder, model, vocab, _ = exported
+  path = exporter.export_saved_model(
+      folder, export_dir=str(tmp_path_factory.mktemp("sampling")),
+      decode_hparams=SAMPLING)
+  return model, vocab, tf.saved_model.load(path)
+
+
+def test_sampling_hparams_are_fixed_in_the_export(sampling_export):
+  model, vocab, loaded = sampling_export
+  lines = [line for line in sample_lines() if line.strip()]
+  result = loaded.signatures[serving_module.TEXT_SIGNATURE](
+      inputs=tf.constant(lines))
+  assert result["outputs"].shape == (len(lines), 2)
+  decoder = Decoder(model, vocab, DecodeHParams.parse(SAMPLING))
+  expected, scores = decoder.decode_lines(lines, progress=False)
+  got = [[t.decode() for t in row] for row in result["outputs"].numpy()]
+  assert got == expected
+  np.testing.assert_allclose(result["scores"], scores, rtol=1e-4, atol=1e-4)
+
+
+def test_score_signature_scores_as_the_scorer(sampling_export):
+  # Decode hparams (here sampling) do not change scores.
+  from t2tlite.decode.scoring import Scorer
+  model, vocab, loaded = sampling_export
+  sources = multi30k_lines("en", 5)
+  targets = multi30k_lines("de", 5) + [""]
+  score = loaded.signatures[serving_module.SCORE_SIGNATURE]
+  result = score(inputs=tf.constant(sources + ["A dog."]),
+                 targets=tf.constant(targets))
+  expected = Scorer(model, vocab).score_lines(sources + ["A dog."], targets)
+  np.testing.assert_allclose(result["scores"], [s.total for s in expected],
+                             rtol=1e-4)
+  np.testing.assert_allclose(result["normalized_scores"],
+                             [s.normalized for s in expected], rtol=1e-4)
+  # An empty target scores EOS alone.
+  assert result["lengths"].numpy().tolist() == [len(s.tokens)
+                                                for s in expected]
+  assert expected[-1].tokens and len(expected[-1].tokens) == 1
+  np.testing.assert_allclose(result["token_scores"][:, 0],
+                             [s.tokens[0] for s in expected], rtol=1e-4)

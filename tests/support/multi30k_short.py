@@ -72,13 +72,16 @@ def decode_and_score(output_dir, source, reference, tokenized, target_lang,
   return outputs, sacrebleu_score, tokenized_score, report
 
 
-def assert_short_run_above_floors(tmp_path, target_lang, check_int8=False):
-  """Runs EN->`target_lang` end to end in tmp_path and asserts its cased
-  detokenized sacreBLEU and its lowercased tokenized BLEU reach FLOORS; with
-  check_int8, also that int8 decoding loses at most INT8_MAX_LOSS."""
-  floor_sacrebleu, floor_tokenized_lowercased = FLOORS[target_lang]
+# The CTranslate2 export (t2t-exporter --export_format=ctranslate2) of the
+# averaged model, greedy, against t2t-decoder's greedy search in float32:
+CT2_MIN_IDENTICAL = 0.99  # of the lines
+CT2_MAX_BLEU_DIFFERENCE = 0.3  # sacreBLEU
+
+
+def train_short_run(tmp_path, target_lang):
+  """Datagen, training and checkpoint averaging of the short recipe in
+  tmp_path; returns the run folder (its averaged model in averaged/)."""
   raw = shared_corpus("multi30k/raw")
-  tok = shared_corpus("multi30k/tok")
   problem = PROBLEMS[target_lang]
   data_dir, output_dir = tmp_path / "data", tmp_path / "train"
   command("t2t-datagen", f"--problem={problem}", f"--data_dir={data_dir}",
@@ -92,6 +95,51 @@ def assert_short_run_above_floors(tmp_path, target_lang, check_int8=False):
   kept = len(list(output_dir.glob("ckpt-*.index")))
   command("t2t-avg-checkpoints", f"--output_dir={output_dir}",
           f"--n={min(3, kept)}")
+  return output_dir
+
+
+def ctranslate2_greedy_check(output_dir, source, reference, tmp_path):
+  """Greedy outputs of t2t-decoder and of the CTranslate2 export of the
+  averaged model: (fraction of identical lines, t2t-decoder's sacreBLEU,
+  CTranslate2's sacreBLEU)."""
+  import sacrebleu
+  from t2tlite.export.ctranslate2 import translate_lines
+  greedy = tmp_path / "test.greedy"
+  command("t2t-decoder", f"--output_dir={output_dir}",
+          f"--checkpoint_path={output_dir / 'averaged'}",
+          "--decode_hparams=beam_size=1,batch_size=64",
+          f"--decode_from_file={source}", f"--decode_to_file={greedy}",
+          "--mixed_precision=float32")
+  export_dir = tmp_path / "ctranslate2"
+  command("t2t-exporter", f"--output_dir={output_dir}",
+          f"--checkpoint_path={output_dir / 'averaged'}",
+          "--export_format=ctranslate2", f"--export_dir={export_dir}")
+  lines = source.read_text(encoding="utf-8").splitlines()
+  ours = greedy.read_text(encoding="utf-8").splitlines()
+  theirs = translate_lines(str(export_dir), lines, beam_size=1)
+  references = [reference.read_text(encoding="utf-8").splitlines()]
+  identical = sum(a == b for a, b in zip(ours, theirs)) / len(lines)
+  return (identical, sacrebleu.corpus_bleu(ours, references).score,
+          sacrebleu.corpus_bleu(theirs, references).score)
+
+
+def assert_short_run_above_floors(tmp_path, target_lang, check_int8=False,
+                                  check_ctranslate2=False):
+  """Runs EN->`target_lang` end to end in tmp_path and asserts its cased
+  detokenized sacreBLEU and its lowercased tokenized BLEU reach FLOORS; with
+  check_int8, also that int8 decoding loses at most INT8_MAX_LOSS; with
+  check_ctranslate2 (where the ctranslate2 package is installed), that the
+  CTranslate2 export's greedy outputs are t2t-decoder's
+  (CT2_MIN_IDENTICAL, CT2_MAX_BLEU_DIFFERENCE).
+
+  Returns:
+    None, or with check_ctranslate2 where ctranslate2 is not installed the
+    reason its check was left out (the caller skips with it).
+  """
+  floor_sacrebleu, floor_tokenized_lowercased = FLOORS[target_lang]
+  raw = shared_corpus("multi30k/raw")
+  tok = shared_corpus("multi30k/tok")
+  output_dir = train_short_run(tmp_path, target_lang)
 
   source = first_lines(raw / "test_2016_flickr.en.gz", TEST_SENTENCES,
                        tmp_path / "test.en")
@@ -120,3 +168,15 @@ def assert_short_run_above_floors(tmp_path, target_lang, check_int8=False):
         tmp_path / f"test.int8.{target_lang}", DECODE_HPARAMS + ",int8=true")
     assert int8_outputs != outputs, "int8 decoding changed no output"
     assert int8_sacrebleu >= sacrebleu_score - INT8_MAX_LOSS, int8_report
+  if check_ctranslate2:
+    try:
+      import ctranslate2  # noqa: F401
+    except ImportError:
+      return "ctranslate2 is not installed (pip install 't2tlite[ctranslate2]')"
+    identical, ours, theirs = ctranslate2_greedy_check(
+        output_dir, source, reference, tmp_path)
+    print(f"CTranslate2 greedy: {identical:.2%} identical lines, sacreBLEU "
+          f"{theirs:.2f} (t2t-decoder {ours:.2f})")
+    assert identical >= CT2_MIN_IDENTICAL, identical
+    assert abs(ours - theirs) <= CT2_MAX_BLEU_DIFFERENCE, (ours, theirs)
+  return None

@@ -27,15 +27,27 @@ def multi30k_lines(lang, count):
 
 
 def make_run_folder(folder, hp=TINY, problem="translate_ende_wmt",
-                    checkpoint=True, seed=3):
-  """Writes a run folder; returns (model, vocab_path)."""
+                    checkpoint=True, seed=3, separate_target_vocab=False):
+  """Writes a run folder; returns (model, vocab_path). With
+  separate_target_vocab the targets get their own vocabulary (German
+  lines, 250 pieces) and the inputs one of English lines."""
   os.makedirs(folder, exist_ok=True)
   texts = multi30k_lines("en", 300) + multi30k_lines("de", 300)
+  target = {}
+  if separate_target_vocab:
+    texts = multi30k_lines("en", 300)
+    target_path = os.path.join(folder, "target_vocab.model")
+    target = dict(target_vocab_source=target_path,
+                  target_vocab_size=train_sentencepiece(
+                      lambda: iter(multi30k_lines("de", 300)), target_path,
+                      250))
   vocab_path = os.path.join(folder, "source_vocab.model")
   vocab_size = train_sentencepiece(lambda: iter(texts), vocab_path, 300)
   tf.keras.utils.set_random_seed(seed)
-  model = build_model(hp, vocab_size)
-  run_dir.write_run_info(folder, hp, problem, vocab_size, vocab_path)
+  model = build_model(hp, vocab_size,
+                      target_vocab_size=target.get("target_vocab_size"))
+  run_dir.write_run_info(folder, hp, problem, vocab_size, vocab_path,
+                         **target)
   if checkpoint:
     run_dir.make_checkpoint(model).save(os.path.join(folder, "ckpt"))
   return model, vocab_path

@@ -18,7 +18,9 @@ The ranks, lowest first; packages on one rank are independent of each other:
      problem_decoding  t2tlite.problem_decoding (a problem's decode
                defaults and constraint, by name)
   6  evaluate, train, export
-  7  bin       the commands (the only readers of absl flags), and the
+  7  serve, report (t2t-serve's app and t2t-report's page, over runs and
+               exports)
+  8  bin       the commands (the only readers of absl flags), and the
                `t2tlite` package itself (its __init__ is the public facade)
 
 The registered hparams sets (hparams/, installed as t2tlite.hparams) sit on
@@ -52,6 +54,7 @@ RANKS = [
      "problem_decoding": ("t2tlite.problem_decoding",)},
     {"evaluate": ("t2tlite.evaluate",), "train": ("t2tlite.train",),
      "export": ("t2tlite.export",)},
+    {"serve": ("t2tlite.serve",), "report": ("t2tlite.report",)},
     {"bin": ("t2tlite.bin",), "package": ("t2tlite",)},
 ]
 

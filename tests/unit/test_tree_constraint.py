@@ -13,6 +13,7 @@ from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.decode.decoding import decode_ids
+from t2tlite.decode.sampling import Sampler
 from t2tlite.decode.tree_constraint import (CLOSE, END, OPEN, OTHER, TAG,
                                             TreeConstraint, classify_targets,
                                             word_starts)
@@ -99,6 +100,27 @@ def test_untrained_transformer_outputs_trees(beam_size):
     result = decode_ids(model, inputs, beam_size=beam_size, alpha=0.3,
                         extra_length=extra_length, constraint=constraint)
     check_trees(result["outputs"], words)
+
+
+@pytest.mark.parametrize("top_p", [1.0, 0.9])
+def test_sampled_outputs_are_trees(top_p):
+  # Temperature 2 flattens the distribution: forbidden tokens would be
+  # drawn often if the constraint did not remove them.
+  inputs, words = random_inputs(np.random.default_rng(5), batch=6,
+                                max_len=10)
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
+  sampler = Sampler(temperature=2.0, top_p=top_p, seed=4, num_samples=3)
+  rows, keys = sampler.expand(inputs)
+  limits = tf.repeat(tf.constant(words) + 10, 3)
+  step, cache = constraints.constrain(
+      random_step(len(TARGET_PIECES), 4), {"rows": tf.zeros([18, 1])},
+      constraint, rows, limits)
+  outputs, scores = greedy_search(step, cache, int(tf.reduce_max(limits)),
+                                  max_lengths=limits,
+                                  pick=sampler.pick_for(keys))
+  check_trees(outputs, np.repeat(words, 3))
+  assert np.all(scores.numpy() > IMPOSSIBLE_LOG_PROB / 2)
+  assert len({tuple(row) for row in outputs.numpy()}) > 6, "samples differ"
 
 
 class NoRepeats(constraints.DecodeConstraint):

@@ -1,0 +1,167 @@
+"""Sampling outputs instead of searching them: temperature, top-k and top-p
+(nucleus) sampling, reproducible with a seed.
+
+    sampler = Sampler(temperature=0.8, top_p=0.9, seed=7, num_samples=4)
+    outputs, scores = greedy_search(step, cache, length,
+                                    pick=sampler.pick_for(keys))
+
+At every step the next token is drawn from the model's distribution with
+its logits divided by the temperature, restricted to the `top_k` most
+probable tokens (0: all) and then to the smallest set of most probable
+tokens whose probability reaches `top_p` (1: all). Tokens a decoding
+constraint forbids have probability 0, so a sampled output obeys the
+constraint as a searched one does (a sampled parse is still a tree).
+
+Reproducibility: each draw reads one uniform number made by an integer
+hash of (seed, the row's input ids, the sample's index, the step), in
+TensorFlow ops. So a sentence gets the same samples whatever other
+sentences share its batch, whatever its padding and in whichever
+concurrent search it runs: t2t-decoder, a Decoder and an export give the
+same outputs for the same seed. Two equal input sentences get the same
+samples.
+"""
+import dataclasses
+
+import tensorflow as tf
+
+from t2tlite.ids import PAD_ID
+
+_MASK = 0xFFFFFFFF
+# Multipliers below 2**31: a 32-bit value times one stays within int64.
+_MULTIPLIER = 0x45D9F3B
+_GOLDEN = 0x9E3779B1 & 0x7FFFFFFF
+
+
+def _mix(x):
+  """A 32-bit integer hash (xor-shift-multiply), elementwise.
+
+  Args:
+    x: int64 tensor of values in [0, 2**32).
+  Returns:
+    int64 tensor of the same shape, values in [0, 2**32).
+  """
+  x = tf.bitwise.bitwise_and(
+      tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MULTIPLIER,
+      _MASK)
+  x = tf.bitwise.bitwise_and(
+      tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16)) * _MULTIPLIER,
+      _MASK)
+  return tf.bitwise.bitwise_xor(x, tf.bitwise.right_shift(x, 16))
+
+
+def _combine(a, b):
+  """Hash of two [0, 2**32) int64 tensors (broadcast)."""
+  return _mix(tf.bitwise.bitwise_and(_mix(a) * 31 + b + _GOLDEN, _MASK))
+
+
+def row_keys(inputs, sample_index, seed):
+  """One key per row, from its input ids (padding ignored), its sample's
+  index and the seed.
+
+  Args:
+    inputs: int32 [rows, src_len] source ids, 0-padded.
+    sample_index: int32 [rows], which of an input's samples the row is.
+    seed: int, the sampling seed.
+  Returns:
+    int64 [rows] keys in [0, 2**32).
+  """
+  ids = tf.cast(inputs, tf.int64)
+  positions = tf.range(tf.shape(inputs, out_type=tf.int64)[1],
+                       dtype=tf.int64)
+  token_hashes = _combine(tf.bitwise.bitwise_and(ids, _MASK),
+                          positions[tf.newaxis, :])
+  token_hashes = tf.where(inputs != PAD_ID, token_hashes,
+                          tf.zeros_like(token_hashes))
+  # A sum: independent of trailing padding, and different for reorderings
+  # (each hash depends on its position).
+  text = tf.bitwise.bitwise_and(tf.reduce_sum(token_hashes, axis=1), _MASK)
+  seeded = _combine(text, tf.constant(seed & _MASK, tf.int64))
+  return _combine(seeded, tf.cast(sample_index, tf.int64))
+
+
+def uniforms(keys, step):
+  """float32 [rows] uniform numbers in (0, 1) for `step` of each row."""
+  bits = _combine(keys, tf.cast(step, tf.int64))
+  # 24 bits: exact in float32, and (n + 0.5) / 2**24 is never 0 or 1.
+  top = tf.cast(tf.bitwise.right_shift(bits, 8), tf.float32)
+  return (top + 0.5) / float(1 << 24)
+
+
+def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0):
+  """Draws one token a row by inverting the cumulative distribution.
+
+  Args:
+    logits: float32 [rows, V].
+    u: float32 [rows] uniform numbers in (0, 1).
+    temperature: float > 0.
+    top_k: int >= 0; 0 keeps every token.
+    top_p: float in (0, 1].
+  Returns:
+    int32 [rows] token ids.
+  """
+  logits = logits / temperature
+  vocab = logits.shape[-1]
+  order = None
+  if top_k or top_p < 1.0:
+    k = min(top_k, vocab) if top_k and vocab is not None else (
+        top_k or tf.shape(logits)[-1])
+    logits, order = tf.math.top_k(logits, k=k)  # sorted, ties: lower id
+  probs = tf.nn.softmax(logits, axis=-1)
+  if top_p < 1.0:
+    # Keep the most probable tokens up to and including the one whose
+    # cumulative probability reaches top_p (the first token always).
+    before = tf.math.cumsum(probs, axis=-1, exclusive=True)
+    probs = tf.where(before < top_p, probs, tf.zeros_like(probs))
+  cdf = tf.math.cumsum(probs, axis=-1)
+  total = cdf[:, -1:]
+  choice = tf.reduce_sum(tf.cast(cdf < u[:, tf.newaxis] * total, tf.int32),
+                         axis=-1)
+  # Rounding may step past the last token of nonzero probability.
+  last = tf.shape(probs)[-1] - 1 - tf.argmax(
+      tf.reverse(probs > 0, axis=[-1]), axis=-1, output_type=tf.int32)
+  choice = tf.minimum(choice, last)
+  if order is None:
+    return choice
+  return tf.gather(order, choice, batch_dims=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampler:
+  """Sampling settings (the decode hparams sampling_temperature, top_k,
+  top_p, sampling_seed, num_samples)."""
+  temperature: float
+  top_k: int = 0
+  top_p: float = 1.0
+  seed: int = 0
+  num_samples: int = 1
+
+  @classmethod
+  def from_hparams(cls, hp):
+    """A Sampler for DecodeHParams that ask for sampling, else None."""
+    if not hp.sampling_temperature:
+      return None
+    return cls(hp.sampling_temperature, hp.top_k, hp.top_p, hp.sampling_seed,
+               hp.num_samples)
+
+  def expand(self, inputs):
+    """The rows a sampling search runs: each input num_samples times.
+
+    Args:
+      inputs: int32 [batch, src_len].
+    Returns:
+      (int32 [batch * num_samples, src_len], the inputs' samples
+      consecutive; int64 [batch * num_samples] their row keys).
+    """
+    n = self.num_samples
+    rows = tf.repeat(inputs, n, axis=0) if n > 1 else inputs
+    index = tf.tile(tf.range(n), [tf.shape(inputs)[0]])
+    return rows, row_keys(rows, index, self.seed)
+
+  def pick_for(self, keys):
+    """greedy_search's `pick` for rows with these keys."""
+
+    def pick(logits, step):
+      return sample_tokens(logits, uniforms(keys, step), self.temperature,
+                           self.top_k, self.top_p)
+
+    return pick

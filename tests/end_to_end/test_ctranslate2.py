@@ -1,0 +1,105 @@
+"""t2t-exporter --export_format=ctranslate2: CTranslate2 loads the export
+and its greedy search gives t2tlite's outputs and log-probabilities, for
+post-norm / shared vocabulary / sinusoids and pre-norm / separate
+vocabularies / learned positions; unsupported models are refused with one
+line. (A trained Multi30k model: tests/support/multi30k_short.py.)"""
+import dataclasses
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite import run_dir
+from t2tlite.data.vocab import EOS_ID, Vocabulary
+from t2tlite.decode.decoding import decode_ids, encode_inputs
+from t2tlite.export import ctranslate2 as ct2_export
+
+from run_folder import TINY, make_run_folder, multi30k_lines, needs_multi30k
+from train_helpers import user_env
+
+ctranslate2 = pytest.importorskip(
+    "ctranslate2", reason="the ctranslate2 extra is not installed")
+pytestmark = needs_multi30k
+EXTRA_LENGTH = 5
+VARIANTS = {
+    "post_shared_sinusoid": dict(hp=TINY),
+    "pre_separate_learned": dict(
+        hp=TINY.replace(norm_position="pre", position_encoding="learned"),
+        separate_target_vocab=True),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def exported(request, tmp_path_factory):
+  """(model, source Vocabulary, CTranslate2 model folder) of a tiny run."""
+  folder = str(tmp_path_factory.mktemp(request.param))
+  make_run_folder(folder, **VARIANTS[request.param])
+  export_dir = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_exporter",
+       f"--output_dir={folder}", "--export_format=ctranslate2"],
+      capture_output=True, text=True, env=user_env(), timeout=180)
+  assert export_dir.returncode == 0, export_dir.stderr[-3000:]
+  path = export_dir.stdout.strip().splitlines()[-1]
+  assert path == os.path.join(folder, ct2_export.EXPORT_SUBDIR)
+  model, info, _ = run_dir.load_trained_model(folder)
+  return model, Vocabulary.from_file(info.vocab_file), path
+
+
+def test_ctranslate2_greedy_search_equals_t2tlite(exported):
+  import sentencepiece as spm
+  model, vocab, path = exported
+  source = spm.SentencePieceProcessor(
+      model_file=os.path.join(path, ct2_export.SOURCE_SPM))
+  target = spm.SentencePieceProcessor(
+      model_file=os.path.join(path, ct2_export.TARGET_SPM))
+  translator = ctranslate2.Translator(path, device="cpu",
+                                      compute_type="float32")
+  search = tf.function(
+      lambda ids: decode_ids(model, ids, beam_size=1,
+                             extra_length=EXTRA_LENGTH),
+      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  for line in multi30k_lines("en", 6):
+    result = search(encode_inputs(vocab, tf.constant([line])))
+    ids = result["outputs"][0].numpy().tolist()
+    ids = ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids
+    tokens = source.encode(line, out_type=str)
+    assert vocab.encode_text(line, add_eos=False) == [
+        source.piece_to_id(t) for t in tokens]
+    # One sentence a batch: its own length limit, as in t2tlite.
+    (ct2,) = translator.translate_batch(
+        [tokens], beam_size=1, return_scores=True, length_penalty=0,
+        max_decoding_length=len(tokens) + 1 + EXTRA_LENGTH,
+        suppress_sequences=[["<pad>"]])
+    assert [target.piece_to_id(p) for p in ct2.hypotheses[0]] == ids
+    # The same log-probability (EOS included): the same network.
+    np.testing.assert_allclose(ct2.scores[0], result["scores"][0],
+                               rtol=1e-3, atol=1e-3)
+
+
+def test_translate_lines_detokenizes_and_keeps_empty_lines(exported):
+  _, _, path = exported
+  lines = multi30k_lines("en", 2)
+  outputs = ct2_export.translate_lines(path, [lines[0], "", lines[1]],
+                                       extra_length=EXTRA_LENGTH)
+  assert len(outputs) == 3 and outputs[1] == ""
+  assert outputs[0] and outputs[2]
+
+
+def test_unsupported_models_are_refused_with_one_line(tmp_path):
+  folder = str(tmp_path / "run")
+  make_run_folder(folder, checkpoint=False)
+  info = run_dir.read_run_info(folder)
+  assert ct2_export.unsupported(info) is None
+  pointer = dataclasses.replace(info, hparams=info.hparams.replace(
+      word_pointer=True))
+  assert ct2_export.unsupported(pointer).startswith(
+      "hparam word_pointer=true: the word pointer has no CTranslate2 form")
+  heads = dataclasses.replace(info, hparams=info.hparams.replace(d_v=16))
+  assert "CTranslate2 needs one head size (d_k == d_v)" in (
+      ct2_export.unsupported(heads))
+  os.makedirs(os.path.join(folder, "ctranslate2"))
+  with pytest.raises(ValueError, match="export_dir=.*/ctranslate2 exists"):
+    ct2_export.export_ctranslate2(folder)

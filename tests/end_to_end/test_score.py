@@ -1,0 +1,81 @@
+"""t2t-score on a small run folder (the SavedModel's score signature:
+test_export.py)."""
+import subprocess
+import sys
+
+import pytest
+
+from t2tlite.decode.scoring import Scorer
+
+from run_folder import multi30k_lines, needs_multi30k, trained_run
+from train_helpers import user_env
+
+pytestmark = needs_multi30k
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  return trained_run(str(tmp_path_factory.mktemp("run")))
+
+
+def pairs():
+  sources = multi30k_lines("en", 5)
+  targets = multi30k_lines("de", 5)
+  return sources, targets
+
+
+def run_score(*args):
+  return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_score",
+                         *args], capture_output=True, text=True,
+                        env=user_env(), timeout=180)
+
+
+def write(path, lines):
+  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+  return path
+
+
+@pytest.mark.timeout(200)
+def test_t2t_score_writes_scores_in_input_order(trained, tmp_path):
+  folder, model, vocab = trained
+  sources, targets = pairs()
+  out = tmp_path / "scores.txt"
+  run = run_score(f"--output_dir={folder}",
+                  f"--source_file={write(tmp_path / 's', sources)}",
+                  f"--target_file={write(tmp_path / 't', targets)}",
+                  f"--scores_file={out}", "--per_token", "--batch_size=2")
+  assert run.returncode == 0, run.stderr[-3000:]
+  lines = out.read_text(encoding="utf-8").splitlines()
+  expected = Scorer(model, vocab).score_lines(sources, targets)
+  assert len(lines) == len(sources)
+  for line, score, target in zip(lines, expected, targets):
+    total, normalized, tokens = line.split("\t")
+    tokens = [float(t) for t in tokens.split()]
+    assert len(tokens) == len(vocab.encode_text(target))  # pieces + EOS
+    assert float(total) == pytest.approx(score.total, abs=1e-3)
+    assert float(normalized) == pytest.approx(score.total / len(tokens),
+                                              abs=1e-4)
+    assert tokens == pytest.approx(score.tokens, abs=1e-4)
+
+
+@pytest.mark.timeout(200)
+@pytest.mark.parametrize("targets, message", [
+    (["a"] * 4, r"--source_file=\S+/s has 5 lines but --target_file=\S+/t "
+                "has 4"),
+    (["a", "b", "", "d", "e"], r"--target_file=\S+/t line 3 is empty"),
+], ids=["different_lengths", "empty_line"])
+def test_t2t_score_bad_pairs_fail_with_one_line(trained, tmp_path, targets,
+                                                message):
+  folder, _, _ = trained
+  sources, _ = pairs()
+  out = tmp_path / "scores.txt"
+  run = run_score(f"--output_dir={folder}",
+                  f"--source_file={write(tmp_path / 's', sources)}",
+                  f"--target_file={write(tmp_path / 't', targets)}",
+                  f"--scores_file={out}")
+  assert run.returncode == 1
+  error = run.stderr.strip().splitlines()[-1]
+  assert error.startswith("t2t-score: error: ")
+  assert __import__("re").search(message, error), error
+  assert not out.exists()
+

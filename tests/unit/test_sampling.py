@@ -1,0 +1,90 @@
+"""Sampling (decode hparams sampling_temperature, top_k, top_p,
+sampling_seed, num_samples): its limits equal greedy search, a seed fixes
+the samples whatever shares the batch, and bad settings fail with one
+line. (Constrained sampling: test_tree_constraint.py.)"""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2tlite.data.vocab import EOS_ID
+from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.sampling import Sampler, sample_tokens
+
+INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
+                      [3, 4, EOS_ID, 0, 0, 0, 0],
+                      [8, 8, 30, 31, 32, 17, EOS_ID]])
+
+
+def decode(model, inputs=INPUTS, sampler=None, **kwargs):
+  result = decode_ids(model, inputs, beam_size=1, extra_length=6,
+                      sampler=sampler, **kwargs)
+  return result["outputs"].numpy(), result["scores"].numpy()
+
+
+@pytest.fixture(scope="module")
+def greedy(tiny_model):
+  return decode(tiny_model)
+
+
+@pytest.mark.parametrize("sampler", [
+    Sampler(temperature=1e-6, seed=1),          # temperature -> 0
+    Sampler(temperature=1.0, top_k=1, seed=2),
+    Sampler(temperature=1.5, top_p=1e-6, seed=3),  # only the best token
+], ids=["temperature_to_0", "top_k_1", "top_p_tiny"])
+def test_limits_of_sampling_equal_greedy_search(tiny_model, greedy, sampler):
+  outputs, scores = decode(tiny_model, sampler=sampler)
+  np.testing.assert_array_equal(outputs, greedy[0])
+  # Scores are the model's log-probabilities of the output, as greedy's.
+  np.testing.assert_allclose(scores, greedy[1], rtol=1e-5)
+
+
+def test_a_seed_fixes_the_samples_whatever_shares_the_batch(tiny_model,
+                                                            greedy):
+  sampler = Sampler(temperature=1.0, seed=11, num_samples=4)
+  outputs, scores = decode(tiny_model, sampler=sampler)
+  assert outputs.shape[:2] == (3, 4) and scores.shape == (3, 4)
+  again, _ = decode(tiny_model, sampler=sampler)
+  np.testing.assert_array_equal(outputs, again)
+  # Row 1 alone (less padding), and among other rows in another order, over
+  # two concurrent searches: the same samples.
+  alone, _ = decode(tiny_model, inputs=INPUTS[1:2, :3], sampler=sampler)
+  np.testing.assert_array_equal(alone[0], outputs[1, :, :alone.shape[-1]])
+  assert not outputs[1, :, alone.shape[-1]:].any()
+  shuffled, _ = decode(tiny_model, inputs=tf.gather(INPUTS, [2, 1, 0]),
+                       sampler=sampler, concurrent_searches=2)
+  np.testing.assert_array_equal(shuffled[::-1], outputs)
+  # An untrained model's distribution is flat: samples differ from each
+  # other, from greedy, and under another seed.
+  assert len({tuple(s) for s in outputs.reshape(12, -1)}) > 6
+  assert not np.array_equal(outputs[:, 0], greedy[0])
+  other, _ = decode(tiny_model, sampler=Sampler(1.0, seed=12, num_samples=4))
+  assert not np.array_equal(other, outputs)
+
+
+def test_sample_tokens_follows_the_filtered_distribution():
+  logits = tf.math.log(tf.constant([[0.1, 0.2, 0.3, 0.4]] * 4000))
+  u = tf.random.stateless_uniform([4000], [1, 2])
+  counts = np.bincount(sample_tokens(logits, u, 1.0).numpy(), minlength=4)
+  np.testing.assert_allclose(counts / 4000, [0.1, 0.2, 0.3, 0.4], atol=0.03)
+  # top_k=2: tokens 3 and 2 only, renormalized (4/7, 3/7).
+  counts = np.bincount(sample_tokens(logits, u, 1.0, top_k=2).numpy(),
+                       minlength=4)
+  np.testing.assert_allclose(counts / 4000, [0, 0, 3 / 7, 4 / 7], atol=0.03)
+  # top_p=0.65: 0.4 + 0.3 reach it, 0.2 is not needed.
+  counts = np.bincount(sample_tokens(logits, u, 1.0, top_p=0.65).numpy(),
+                       minlength=4)
+  np.testing.assert_allclose(counts / 4000, [0, 0, 3 / 7, 4 / 7], atol=0.03)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sampling_temperature=-1", "sampling_temperature must be > 0"),
+    ("top_k=5", "top_k=5 samples: it needs sampling_temperature > 0"),
+    ("sampling_temperature=1,top_p=0", r"top_p must be in \(0, 1\], got 0"),
+    ("sampling_temperature=1,top_p=1.5", r"top_p must be in \(0, 1\]"),
+    ("sampling_temperature=1,num_samples=0", "num_samples must be >= 1"),
+    ("sampling_temperature=1,return_beams=true", "ask for num_samples"),
+])
+def test_bad_sampling_hparams_fail_with_one_line(text, message):
+  with pytest.raises(ValueError, match=message) as error:
+    DecodeHParams.parse(text)
+  assert "\n" not in str(error.value)
