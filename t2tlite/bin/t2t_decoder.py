@@ -146,7 +146,7 @@ def _load_ensemble(dtype):
   common_flags.load_run_plugins(FLAGS.output_dir)
   models, info, paths = run_dir.load_models(
       FLAGS.output_dir, _ensemble_paths(), dtype=dtype)
-  hp = decoding.DecodeHParams.for_problem(info.problem, FLAGS.decode_hparams)
+  hp = problem_decoding.decode_hparams(info.problem, FLAGS.decode_hparams)
   return ensemble.Ensemble(models), info, ",".join(paths), hp
 
 

@@ -150,13 +150,14 @@ class ModelSource:
 
   def _base_hparams(self):
     """The default decode hparams: the export's, else the problem's."""
+    from t2tlite import problem_decoding
     from t2tlite.decode import decoding
     if self.metadata:
       fields = {f.name for f in dataclasses.fields(decoding.DecodeHParams)}
       return decoding.DecodeHParams(**{
           k: v for k, v in self.metadata["decode_hparams"].items()
           if k in fields})
-    return decoding.DecodeHParams.for_problem(self._problem())
+    return problem_decoding.decode_hparams(self._problem())
 
   def decode_hparams(self, overrides):
     """DecodeHParams: the defaults with `overrides` ("beam_size=2,...") on
@@ -244,13 +245,14 @@ class ModelSource:
   def _decoder(self, hp):
     """(Decoder, postprocess or None) for hp, cached."""
     from t2tlite import problem as problem_lib
+    from t2tlite import problem_decoding
     from t2tlite.decode import decoding
     model, info, vocab, target_vocab = self._loaded_run()
     with self._lock:
       if hp in self._decoders:
         self._decoders.move_to_end(hp)
         return self._decoders[hp]
-      constraint = decoding.problem_constraint(info.problem, vocab,
+      constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                               target_vocab, hp)
       # As in an export: constrained outputs are well-formed, so the
       # problem's postprocess applies (parsing: bracketed trees).
@@ -282,13 +284,14 @@ class ModelSource:
     Raises:
       RequestError: no run folder, bad decode hparams, or a blank line.
     """
+    from t2tlite import problem_decoding
     from t2tlite.decode import attention_plots, decoding
     self._need_run("attention maps")
     if not line.strip():
       raise RequestError("attention: the line is empty")
     hp = self.decode_hparams(overrides)
     model, info, vocab, target_vocab = self._loaded_run()
-    constraint = decoding.problem_constraint(info.problem, vocab,
+    constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                             target_vocab, hp)
     maps = attention_plots.attention_maps(model, vocab, line, None, hp,
                                           target_vocab, constraint)
