@@ -40,9 +40,11 @@ class Ensemble:
                                         position_encoding="learned",
                                         max_length=min(learned))
 
-  def search_weights(self, int8=False, keep_variables=False):
+  def search_weights(self, int8=False, keep_variables=False,
+                     int8_weights_first=False):
     """A list: each model's `search_weights`."""
-    return [m.search_weights(int8=int8, keep_variables=keep_variables)
+    return [m.search_weights(int8=int8, keep_variables=keep_variables,
+                             int8_weights_first=int8_weights_first)
             for m in self.models]
 
   def prepare_decoding(self, inputs, max_decode_length=None, int8=False,
