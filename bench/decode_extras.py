@@ -163,10 +163,10 @@ def speed_and_check(args, parts, work, output_dir, raw, val_en, val_de):
       "t2tlite_beam4": lambda: beam.decode_lines(val_en, progress=False),
   }
   for threads in (1, 2):
-    for beam in (1, 4):
-      runs[f"ctranslate2_{'greedy' if beam == 1 else 'beam4'}_{threads}"
-           "thread"] = (lambda beam=beam, threads=threads: translate_lines(
-               str(ct2_dir), val_en, beam_size=beam, batch_size=64,
+    for size in (1, 4):
+      runs[f"ctranslate2_{'greedy' if size == 1 else 'beam4'}_{threads}"
+           "thread"] = (lambda size=size, threads=threads: translate_lines(
+               str(ct2_dir), val_en, beam_size=size, batch_size=64,
                intra_threads=threads))
   for run in runs.values():  # warm-up: tracing, loading
     run()
