@@ -11,9 +11,10 @@ Prints the machine's fingerprint, then JSON lines:
     of the last 3, the recipe's model);
   * "speed": in this process, on the averaged model, float32, val: pairs/s
     of Scorer.score_lines (val sources with their references) beside
-    sentences/s of Decoder.decode_lines (greedy and beam 4) and of the
-    CTranslate2 export (greedy and beam 4, float32, same threads), each the
-    best of --repeats alternated runs;
+    sentences/s of Decoder.decode_lines (greedy and beam 4; TensorFlow's
+    default threads, 2 concurrent searches) and of the CTranslate2 export
+    (greedy and beam 4, float32, 1 and 2 intra-op threads, the model loaded
+    in each timed run), each the best of --repeats alternated runs;
   * "ctranslate2_greedy": the test's check on the first 300 test2016
     sentences (identical lines, sacreBLEU of both);
   * "seed_ensemble" (--parts=seeds): a second run of the recipe with
@@ -160,11 +161,13 @@ def speed_and_check(args, parts, work, output_dir, raw, val_en, val_de):
       "score_pairs": lambda: scorer.score_lines(val_en, val_de, 64),
       "t2tlite_greedy": lambda: greedy.decode_lines(val_en, progress=False),
       "t2tlite_beam4": lambda: beam.decode_lines(val_en, progress=False),
-      "ctranslate2_greedy": lambda: translate_lines(
-          str(ct2_dir), val_en, beam_size=1, batch_size=64),
-      "ctranslate2_beam4": lambda: translate_lines(
-          str(ct2_dir), val_en, beam_size=4, batch_size=64),
   }
+  for threads in (1, 2):
+    for size in (1, 4):
+      runs[f"ctranslate2_{'greedy' if size == 1 else 'beam4'}_{threads}"
+           "thread"] = (lambda size=size, threads=threads: translate_lines(
+               str(ct2_dir), val_en, beam_size=size, batch_size=64,
+               intra_threads=threads))
   for run in runs.values():  # warm-up: tracing, loading
     run()
   seconds = best_of(args.repeats, runs)

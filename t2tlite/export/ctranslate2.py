@@ -238,12 +238,21 @@ def export_ctranslate2(output_dir, export_dir=None, checkpoint_path=None,
 
 
 def translate_lines(model_dir, lines, beam_size=1, extra_length=50,
-                    batch_size=32, **options):
+                    batch_size=32, intra_threads=0, **options):
   """Translates text lines with an exported model in CTranslate2 (float32
   on the CPU): sentencepiece tokenization, CTranslate2's search as
-  t2t-decoder's (no PAD output; output length limit input tokens + EOS +
-  extra_length), detokenization. Empty lines give "".
+  t2t-decoder's, detokenization. Empty lines give "".
 
+  As t2t-decoder: no PAD output, and each output stops at its input's
+  tokens + EOS + extra_length tokens (EOS included). CTranslate2 takes one
+  limit a batch (the longest input's), so a longer output is cut to its
+  own limit afterwards: for greedy search exactly t2t-decoder's output (a
+  greedy path does not depend on the limit before reaching it).
+
+  Args:
+    intra_threads: CTranslate2's threads (0: its default). On a busy
+      machine 1 can be much faster than several.
+    options: more `Translator.translate_batch` options.
   Returns:
     list of str, one per line.
   """
@@ -254,7 +263,8 @@ def translate_lines(model_dir, lines, beam_size=1, extra_length=50,
   target = spm.SentencePieceProcessor(
       model_file=os.path.join(model_dir, TARGET_SPM))
   translator = ctranslate2.Translator(model_dir, device="cpu",
-                                      compute_type="float32")
+                                      compute_type="float32",
+                                      intra_threads=intra_threads)
   outputs = [""] * len(lines)
   todo = [i for i, line in enumerate(lines) if line.strip()]
   tokens = [source.encode(lines[i], out_type=str) for i in todo]
@@ -265,7 +275,8 @@ def translate_lines(model_dir, lines, beam_size=1, extra_length=50,
       tokens, max_batch_size=batch_size, beam_size=beam_size,
       max_decoding_length=longest + 1 + extra_length,
       suppress_sequences=[[target.id_to_piece(PAD_ID)]], **options)
-  for i, result in zip(todo, results):
-    outputs[i] = target.decode_pieces(result.hypotheses[0])
+  for i, pieces, result in zip(todo, tokens, results):
+    limit = len(pieces) + 1 + extra_length  # t2tlite's, EOS included
+    outputs[i] = target.decode_pieces(result.hypotheses[0][:limit])
   return outputs
 
