@@ -27,6 +27,7 @@ from tensorflow.core.framework import summary_pb2
 
 from t2tlite import files, models, run_dir
 from t2tlite.hparams_lib import HParams, create_hparams
+from t2tlite.train import best as best_lib
 from t2tlite.train import preemption
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
@@ -66,6 +67,8 @@ class TrainConfig:
     log_every_steps: console and summary frequency.
     eval_split: the split evaluated.
     model: the registered model name (t2tlite.registry.models).
+    early_stopping_patience: with a dev metric, stop training after this
+      many evaluations without a better score; 0 = never.
   """
   output_dir: str
   train_steps: int
@@ -79,6 +82,7 @@ class TrainConfig:
   log_every_steps: int = 100
   eval_split: str = "dev"
   model: str = models.DEFAULT_MODEL
+  early_stopping_patience: int = 0
 
   def __post_init__(self):
     if self.schedule not in SCHEDULES:
@@ -90,6 +94,9 @@ class TrainConfig:
     for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
       if getattr(self, name) <= 0:
         raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+    if self.early_stopping_patience < 0:
+      raise ValueError("early_stopping_patience must be >= 0, got "
+                       f"{self.early_stopping_patience}")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -185,12 +192,20 @@ class Trainer:
       `preemption.WorkerLostError` as soon as a peer is found lost, possibly
       from another thread; it may end the process (see
       `preemption.reporting_lost_workers`). None logs the error.
+    dev_metric: None, or a `dev_metric.DevMetric`: every evaluation then
+      also decodes dev with the checkpoint of the step and scores it; the
+      best checkpoint is kept in OUTPUT_DIR/best (`best.py`). Single-worker
+      runs only.
+    on_best: None, or called with the prefix of OUTPUT_DIR/best's
+      checkpoint each time it improves (e.g. to export it).
   """
 
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
-               target_vocab_size=None, word_pointer=None, on_worker_lost=None):
+               target_vocab_size=None, word_pointer=None, on_worker_lost=None,
+               dev_metric=None, on_best=None):
     self.hp, self.config, self.strategy = hp, config, strategy
     self.on_worker_lost = on_worker_lost
+    self.dev_metric, self.on_best = dev_metric, on_best
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
     self.multi_worker = strategy_lib.is_multi_worker(strategy)
@@ -215,11 +230,23 @@ class Trainer:
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
     self.restored_from = None
+    self.stopped_early = None  # the step train() stopped early at, if it did
     latest = tf.train.latest_checkpoint(config.output_dir)
     if latest:
       self.checkpoint.restore(latest).assert_existing_objects_matched()
       self.restored_from = latest
     self._saved_step = self.step if latest else None
+    self._saved_path = latest
+    if dev_metric is not None and self.multi_worker:
+      raise ValueError("the dev metric (and early stopping) is computed in "
+                       "single-worker runs only")
+    if config.early_stopping_patience and dev_metric is None:
+      raise ValueError("early_stopping_patience needs a dev metric")
+    self.best = best_lib.read_best(config.output_dir)
+    self.evaluations_since_best = best_lib.evaluations_since_best(
+        best_lib.read_metrics(config.output_dir),
+        dev_metric.name if dev_metric else None,
+        self.best["step"] if self.best else None)
     # XLA compiles the per-replica forward and backward pass. Evaluation is not
     # compiled: inside its while loop, XLA on several replicas reads variables
     # from the wrong device ("Trying to access resource ... located in device").
@@ -367,14 +394,61 @@ class Trainer:
         metrics["loss"], metrics["nll"], metrics["accuracy"],
         metrics["sequence_accuracy"], metrics["sequences"],
         time.time() - start)
-    self._summaries(EVAL_SUBDIR, step, {
-        k: metrics[k] for k in ("loss", "nll", "accuracy",
-                                "sequence_accuracy")})
+    scalars = {k: metrics[k] for k in ("loss", "nll", "accuracy",
+                                       "sequence_accuracy")}
+    if self.dev_metric is not None:
+      metrics.update(self._score_dev(step))
+      scalars.update(metrics["scores"])
+    self._summaries(EVAL_SUBDIR, step, scalars)
     if self.chief:
       files.atomic_write_text(
           os.path.join(self.config.output_dir, EVAL_RESULTS_FILE),
           json.dumps(metrics, indent=2, sort_keys=True))
+      record = {"step": step, "wall_time": time.time(),
+                "loss": metrics["loss"], "split": split}
+      record.update(metrics.get("scores", {}))
+      best_lib.append_metrics(self.config.output_dir, record)
     return metrics
+
+  def _score_dev(self, step):
+    """Decodes and scores dev with the checkpoint of `step` (saved first if
+    need be) and keeps it as OUTPUT_DIR/best when it is the best so far.
+
+    Returns:
+      {"metric": name, name: score, "scores": every figure,
+      "best_step", "best_value"}.
+    """
+    if self._saved_step != step:
+      self.save()
+    result = self.dev_metric.score(self._saved_path)
+    improved = self.best is None or result.value > self.best["value"]
+    if improved:
+      path = best_lib.keep_best(self.config.output_dir, self._saved_path,
+                                step, result.name, result.value,
+                                result.scores)
+      self.best = best_lib.read_best(self.config.output_dir)
+      self.evaluations_since_best = 0
+    else:
+      self.evaluations_since_best += 1
+    logging.info(
+        "dev %s at step %d: %.2f (%s; best %.2f at step %d%s)", result.name,
+        step, result.value,
+        ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()
+                  if k != result.name) or f"{result.sentences} sentences",
+        self.best["value"], self.best["step"],
+        ", kept in " + os.path.join(self.config.output_dir, best_lib.BEST_DIR)
+        if improved else "")
+    if improved and self.on_best is not None:
+      self.on_best(path)
+    return {"metric": result.name, result.name: result.value,
+            "scores": result.scores, "best_step": self.best["step"],
+            "best_value": self.best["value"]}
+
+  def patience_exhausted(self):
+    """Whether early stopping is due: patience evaluations without a better
+    dev score."""
+    patience = self.config.early_stopping_patience
+    return bool(patience) and self.evaluations_since_best >= patience
 
   # ---- checkpoints and summaries --------------------------------------------
 
@@ -382,7 +456,7 @@ class Trainer:
     """Writes a checkpoint numbered by the step (every worker must call it)."""
     step = self.step
     path = self.manager.save(checkpoint_number=step)
-    self._saved_step = step
+    self._saved_step, self._saved_path = step, path
     if self.chief:
       logging.info("Saved checkpoint %s", path)
     else:
@@ -432,6 +506,13 @@ class Trainer:
         self.strategy.num_replicas_in_sync,
         self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
+    if evaluate and self.patience_exhausted():  # a resumed run that stopped
+      logging.info("Early stopping: no better dev %s in the last %d "
+                   "evaluations (best %.2f at step %d); not training further.",
+                   self.dev_metric.name, self.evaluations_since_best,
+                   self.best["value"], self.best["step"])
+      self.stopped_early = step
+      return metrics
     # The first step can take minutes (tracing, filling the shuffle buffer)
     # and the end tens of seconds: say what is happening meanwhile.
     logging.info("Building the input pipeline...")
@@ -469,6 +550,15 @@ class Trainer:
       if evaluate and config.local_eval_frequency > 0 and (
           step % config.local_eval_frequency == 0):
         metrics, last_eval = self.evaluate(), step
+        if self.patience_exhausted():
+          logging.info(
+              "Early stopping at step %d: no better dev %s in %d "
+              "evaluations (best %.2f at step %d, kept in %s).", step,
+              self.dev_metric.name, self.evaluations_since_best,
+              self.best["value"], self.best["step"],
+              os.path.join(config.output_dir, best_lib.BEST_DIR))
+          self.stopped_early = step
+          break
       save_due, stop_due = strategy_lib.any_workers(
           self.strategy,
           time.time() - last_save >= config.save_checkpoints_secs,
