@@ -3,7 +3,10 @@
     output_dir/
       hparams.json        the HParams the model was built with
       run.json            model and problem names, vocabulary size and
-                          source, longest training example, flags used
+                          source, longest training example, flags used,
+                          the planned length of a --train_minutes run
+      metrics.jsonl       one line per evaluation (t2tlite.train.best)
+      best/               the best checkpoint by the dev metric
       vocab.model         a copy of the sentencepiece model (so the folder is
                           self-contained for decoding and export)
       vocab.targets.model a copy of the targets' own model, when the problem
@@ -89,13 +92,35 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
     target_vocab_source = os.path.abspath(target_vocab_source)
   files.atomic_write_text(os.path.join(output_dir, HPARAMS_FILE),
                           hp.to_json())
+  plan = read_plan(output_dir)  # a restart keeps the run's plan
   run = {"problem": problem, "vocab_size": vocab_size,
          "vocab_source": os.path.abspath(vocab_source),
          "target_vocab_size": target_vocab_size or vocab_size,
          "target_vocab_source": target_vocab_source, "flags": flags or {},
          "model": model, "longest_train_example": longest_train_example}
+  if plan is not None:
+    run["plan"] = plan
   files.atomic_write_text(os.path.join(output_dir, RUN_FILE),
                           json.dumps(run, indent=2, sort_keys=True))
+
+
+def read_plan(output_dir):
+  """The "plan" of run.json (t2tlite.train.budget.Plan as a dict), or None
+  (no run.json yet, or a run of fixed train_steps)."""
+  path = os.path.join(output_dir, RUN_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f).get("plan")
+
+
+def record_plan(output_dir, plan):
+  """Adds the planned length of a --train_minutes run to run.json."""
+  path = os.path.join(output_dir, RUN_FILE)
+  with tf.io.gfile.GFile(path) as f:
+    run = json.load(f)
+  run["plan"] = plan
+  files.atomic_write_text(path, json.dumps(run, indent=2, sort_keys=True))
 
 
 def read_run_info(output_dir):

@@ -26,6 +26,7 @@ from t2tlite.bin import common_flags
 from t2tlite.bin import console
 from t2tlite.bin import precision_flags
 from t2tlite.train import best as best_lib
+from t2tlite.train import budget
 from t2tlite.train import dev_metric as dev_metric_lib
 from t2tlite.train import preemption
 from t2tlite.train import strategy as strategy_lib
@@ -111,6 +112,13 @@ flags.DEFINE_string("eval_decode_hparams", "", "Overrides of the problem's "
 flags.DEFINE_integer("early_stopping_patience", 0, "Stop training after this "
                      "many evaluations without a better dev metric; 0 = "
                      "never.", lower_bound=0)
+flags.DEFINE_float("train_minutes", None, "Train for this many minutes "
+                   "instead of a fixed number of steps: the steps are "
+                   "planned from the step rate measured over the first ones "
+                   "(and one timed evaluation), so that the warm-up, the "
+                   "learning-rate cool-down and the evaluations end within "
+                   "the budget; the plan is kept in run.json and a restart "
+                   "continues it.", lower_bound=0.01)
 flags.DEFINE_bool("export_best", False, "Export OUTPUT_DIR/best as a "
                   "SavedModel (OUTPUT_DIR/export_best/<version>) each time "
                   "it improves.")
@@ -124,7 +132,8 @@ _RECORDED_FLAGS = (
     "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
     "mixed_precision", "random_seed", "log_step_count_steps",
     "worker_timeout_secs", "dev_metric", "eval_decode_samples",
-    "eval_decode_hparams", "early_stopping_patience", "export_best")
+    "eval_decode_hparams", "early_stopping_patience", "export_best",
+    "train_minutes")
 _PATH_FLAGS = ("output_dir", "data_dir", "tmp_dir", "raw_data_dir",
                "t2t_usr_dir")
 
@@ -216,6 +225,40 @@ def _check_evaluation(problem, data_dir):
       raise console.CommandError(str(error)) from None
 
 
+def _budget(output_dir, saved_flags):
+  """(train_minutes, the saved budget.Plan or None) of the run: a restart
+  continues the plan in run.json (or plans it, if the first start ended
+  before planning); --train_minutes with --train_steps is an error."""
+  saved = run_dir.read_plan(output_dir)
+  if FLAGS.train_minutes and FLAGS.train_steps:
+    raise console.CommandError("Give --train_minutes or --train_steps, not "
+                               "both.")
+  if saved is None:
+    minutes = FLAGS.train_minutes or (
+        None if FLAGS.train_steps else saved_flags.get("train_minutes"))
+    if minutes:
+      try:
+        budget.check_budget(minutes)
+      except budget.BudgetError as error:
+        raise console.CommandError(str(error)) from None
+    return minutes or 0.0, None
+  plan = budget.Plan.from_json(saved)
+  if FLAGS.train_minutes and FLAGS.train_minutes != plan.train_minutes:
+    raise console.CommandError(
+        f"{output_dir} holds a run planned for --train_minutes="
+        f"{plan.train_minutes:g} ({plan.train_steps} steps); a restart "
+        "continues that plan: leave out --train_minutes, or use another "
+        "--output_dir.")
+  if FLAGS.train_steps:
+    raise console.CommandError(
+        f"{output_dir} holds a run planned for --train_minutes="
+        f"{plan.train_minutes:g} ({plan.train_steps} steps); --train_steps "
+        "cannot change it.")
+  logging.info("Continuing the plan of run.json: %d steps (--train_minutes=%g"
+               ").", plan.train_steps, plan.train_minutes)
+  return plan.train_minutes, plan
+
+
 def _make_dev_metric(problem, output_dir, data_dir, choice, chief, strategy):
   """The DevMetric of the run, or None (no metric, or not asked for)."""
   if (FLAGS.schedule == "train" or not FLAGS.dev_metric or not chief or
@@ -241,6 +284,7 @@ def _train(output_dir):
   # Names, hparams and data_dir are checked before the strategy starts and
   # the data is read (fast failures).
   problem, model, hp, data_dir, saved = _resolve_setup(output_dir)
+  train_minutes, plan = _budget(output_dir, saved)
   # The strategy first: auto's check runs TensorFlow ops, and the
   # multi-worker runtime must be configured before the first op.
   strategy = strategy_lib.make_strategy(
@@ -281,7 +325,8 @@ def _train(output_dir):
     recorded.update(model=model, problem=problem.name, data_dir=data_dir,
                     output_dir=output_dir,
                     hparams_set=FLAGS.hparams_set or saved.get("hparams_set"),
-                    precision=choice.to_json())
+                    precision=choice.to_json(),
+                    train_minutes=train_minutes or None)
     run_dir.write_run_info(
         output_dir, hp, problem.name, vocab.size, problem.vocab_file(data_dir),
         flags=recorded, model=model,
@@ -297,7 +342,8 @@ def _train(output_dir):
       keep_checkpoint_max=FLAGS.keep_checkpoint_max, xla=FLAGS.xla,
       mixed_precision=choice.precision,
       log_every_steps=FLAGS.log_step_count_steps, model=model,
-      early_stopping_patience=FLAGS.early_stopping_patience)
+      early_stopping_patience=FLAGS.early_stopping_patience,
+      train_minutes=train_minutes, plan=plan)
   dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice, chief,
                                 strategy)
 
@@ -399,7 +445,7 @@ def main():
                       problem_lib.DataError, FileNotFoundError,
                       trainer_lib.HParamsConflictError,
                       trainer_lib.NonFiniteLossError,
-                      dev_metric_lib.MetricError))
+                      dev_metric_lib.MetricError, budget.BudgetError))
 
 
 if __name__ == "__main__":

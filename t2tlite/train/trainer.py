@@ -28,10 +28,11 @@ from tensorflow.core.framework import summary_pb2
 from t2tlite import files, models, run_dir
 from t2tlite.hparams_lib import HParams, create_hparams
 from t2tlite.train import best as best_lib
+from t2tlite.train import budget
 from t2tlite.train import preemption
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
-from t2tlite.train.schedules import build_optimizer
+from t2tlite.train.schedules import build_optimizer, set_train_steps
 
 SCHEDULES = ("train", "train_and_evaluate", "evaluate")
 MIXED_PRECISION = {None: None, "float32": None, "bfloat16": "mixed_bfloat16",
@@ -39,6 +40,8 @@ MIXED_PRECISION = {None: None, "float32": None, "bfloat16": "mixed_bfloat16",
 EVAL_RESULTS_FILE = "eval_results.json"
 EVAL_SUBDIR = "eval"
 _SUM = tf.distribute.ReduceOp.SUM
+# train_steps of a run whose length --train_minutes is still to plan.
+_UNPLANNED = 2**31 - 1
 _MEAN = tf.distribute.ReduceOp.MEAN
 # What tensorboard's tf.summary.scalar writes, without needing the tensorboard
 # package at training time (TensorFlow 2.21 does not install it).
@@ -69,6 +72,11 @@ class TrainConfig:
     model: the registered model name (t2tlite.registry.models).
     early_stopping_patience: with a dev metric, stop training after this
       many evaluations without a better score; 0 = never.
+    train_minutes: > 0: plan train_steps from the measured step rate so
+      that the run ends within this many minutes (`budget.py`); train_steps
+      is then ignored, unless `plan` holds a plan already made.
+    plan: None, or the `budget.Plan` a resumed run continues (its
+      train_steps is then the run's).
   """
   output_dir: str
   train_steps: int
@@ -83,6 +91,13 @@ class TrainConfig:
   eval_split: str = "dev"
   model: str = models.DEFAULT_MODEL
   early_stopping_patience: int = 0
+  train_minutes: float = 0.0
+  plan: budget.Plan | None = None
+
+  @property
+  def planning(self):
+    """Whether train() must still plan the run's length."""
+    return self.train_minutes > 0 and self.plan is None
 
   def __post_init__(self):
     if self.schedule not in SCHEDULES:
@@ -203,6 +218,12 @@ class Trainer:
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
                target_vocab_size=None, word_pointer=None, on_worker_lost=None,
                dev_metric=None, on_best=None):
+    if config.plan is not None:
+      config = dataclasses.replace(config,
+                                   train_steps=config.plan.train_steps)
+    elif config.planning:  # no cool-down until the length is planned
+      config = dataclasses.replace(config, train_steps=_UNPLANNED)
+    hp = hp.replace(train_steps=config.train_steps)
     self.hp, self.config, self.strategy = hp, config, strategy
     self.on_worker_lost = on_worker_lost
     self.dev_metric, self.on_best = dev_metric, on_best
@@ -237,6 +258,9 @@ class Trainer:
       self.restored_from = latest
     self._saved_step = self.step if latest else None
     self._saved_path = latest
+    if config.train_minutes > 0 and self.multi_worker:
+      # Each worker would time its own steps and plan at its own step.
+      raise ValueError("train_minutes is for single-worker runs only")
     if dev_metric is not None and self.multi_worker:
       raise ValueError("the dev metric (and early stopping) is computed in "
                        "single-worker runs only")
@@ -493,18 +517,74 @@ class Trainer:
         self.strategy, self.config.output_dir, self.on_worker_lost):
       return self._train_until(stop)
 
+  def set_train_steps(self, train_steps):
+    """Fixes the run's length (a planned budget): the loop and the
+    schedule's cool-down end at `train_steps`."""
+    self.config = dataclasses.replace(self.config, train_steps=train_steps)
+    self.hp = self.hp.replace(train_steps=train_steps)
+    set_train_steps(self.base_optimizer, train_steps,
+                    self.hp.learning_rate_cooldown_steps)
+    self._train_step = tf.function(self._train_step_fn)  # the new rate
+
+  def _plan(self, step, clock_start, meter):
+    """Plans the run's length after the measured steps (see budget.py):
+    times one evaluation if the schedule evaluates, fixes train_steps and
+    records the plan in run.json."""
+    config = self.config
+    budget_seconds = config.train_minutes * 60
+    step_seconds = meter.step_seconds()
+    every = (config.local_eval_frequency
+             if config.schedule == "train_and_evaluate" else 0)
+    # Without evaluations first: a budget too short fails before anything
+    # is written.
+    budget.plan_train_steps(budget_seconds, time.monotonic() - clock_start,
+                            step, step_seconds, self.hp.warmup_steps,
+                            self.hp.learning_rate_cooldown_steps)
+    eval_seconds, metrics = 0.0, {}
+    if every > 0:
+      logging.info("Timing one evaluation to plan the run...")
+      started = time.monotonic()
+      metrics = self.evaluate()
+      eval_seconds = time.monotonic() - started
+    elapsed = time.monotonic() - clock_start
+    total = budget.plan_train_steps(
+        budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
+        self.hp.learning_rate_cooldown_steps, every, eval_seconds)
+    plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
+                       planned_at_step=step, planned_after_seconds=elapsed,
+                       step_seconds=step_seconds, eval_seconds=eval_seconds)
+    self.set_train_steps(total)
+    self.config = dataclasses.replace(self.config, plan=plan)
+    if self.chief:
+      run_dir.record_plan(config.output_dir, plan.to_json())
+    logging.info(
+        "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
+        "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
+        "last %d steps.", total, config.train_minutes, 1 / step_seconds,
+        meter.first_step, step, eval_seconds, self.hp.warmup_steps,
+        min(self.hp.learning_rate_cooldown_steps, total))
+    return metrics
+
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
+    clock_start = time.monotonic()
     config, start_step = self.config, self.step
     evaluate = config.schedule == "train_and_evaluate"
     if self.restored_from:
       logging.info("Resumed from %s at step %d (next learning rate %.4g)",
                    self.restored_from, start_step, self.next_learning_rate())
-    logging.info(
-        "Training to step %d on %d replica(s), %d x %d padded tokens per "
-        "replica per step.", config.train_steps,
-        self.strategy.num_replicas_in_sync,
-        self.hp.gradient_accumulation_steps, self.hp.batch_size)
+    if config.planning:
+      logging.info(
+          "Training for %g minutes on %d replica(s), %d x %d padded tokens "
+          "per replica per step; the steps are planned from the measured "
+          "rate.", config.train_minutes, self.strategy.num_replicas_in_sync,
+          self.hp.gradient_accumulation_steps, self.hp.batch_size)
+    else:
+      logging.info(
+          "Training to step %d on %d replica(s), %d x %d padded tokens per "
+          "replica per step.", config.train_steps,
+          self.strategy.num_replicas_in_sync,
+          self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
     if evaluate and self.patience_exhausted():  # a resumed run that stopped
       logging.info("Early stopping: no better dev %s in the last %d "
@@ -523,18 +603,23 @@ class Trainer:
     if first_step_start:
       logging.info("Tracing the training step and filling the shuffle buffer "
                    "(the first step takes longest)...")
-    while step < config.train_steps:
+    meter = budget.StepRateMeter(
+        budget.measure_seconds(config.train_minutes * 60)) if (
+            config.planning) else None
+    while step < self.config.train_steps:
       try:
         out = self._train_step(iterator)
       except tf.errors.OutOfRangeError:  # a finite training set: next epoch
         iterator = iter(self.make_dataset("train", True))
         continue
       out = {k: float(v) for k, v in out.items()}
+      step = self.step
       if first_step_start:
         logging.info("First step done in %.1fs; training.",
                      time.time() - first_step_start)
         first_step_start = None
-      step = self.step
+        if meter:
+          meter.start(step)
       loss = out["loss"] / max(out["target_tokens"], 1.0)
       if not math.isfinite(loss) or not math.isfinite(out["nll"]):
         raise NonFiniteLossError(
@@ -544,7 +629,13 @@ class Trainer:
             "Lower learning_rate_scale, raise warmup_steps, or use "
             "mixed_precision bfloat16 rather than float16.")
       window.add(out)
-      if step % config.log_every_steps == 0 or step == config.train_steps:
+      if meter and step > meter.first_step and meter.step_done(step):
+        metrics = self._plan(step, clock_start, meter)
+        last_eval = step if metrics else last_eval
+        meter, config, window = None, self.config, _Window(step)
+        continue
+      if (step % config.log_every_steps == 0 or
+          step == config.train_steps) and not config.planning:
         self._log_progress(step, window)
         window = _Window(step)
       if evaluate and config.local_eval_frequency > 0 and (
@@ -559,10 +650,12 @@ class Trainer:
               os.path.join(config.output_dir, best_lib.BEST_DIR))
           self.stopped_early = step
           break
+      # No checkpoint before a budget is planned: a budget too short then
+      # fails leaving none.
       save_due, stop_due = strategy_lib.any_workers(
           self.strategy,
-          time.time() - last_save >= config.save_checkpoints_secs,
-          stop.requested)
+          time.time() - last_save >= config.save_checkpoints_secs and
+          not config.planning, stop.requested)
       if save_due or stop_due:
         self.save()
         last_save = time.time()
@@ -573,6 +666,11 @@ class Trainer:
     if self._saved_step != step:
       logging.info("Saving the final checkpoint...")
       self.save()
+    if config.plan is not None and start_step < config.plan.planned_at_step:
+      minutes = (time.monotonic() - clock_start) / 60
+      (logging.info if minutes <= config.train_minutes else logging.warning)(
+          "Step %d (final checkpoint) after %.1f minutes of the "
+          "%g-minute budget.", step, minutes, config.train_minutes)
     if evaluate and last_eval != step:
       logging.info("Final evaluation on %s...", config.eval_split)
       metrics = self.evaluate()
