@@ -175,6 +175,49 @@ def make_checkpoint(model, optimizer=None):
   return tf.train.Checkpoint(model=model_variables(model), optimizer=optimizer)
 
 
+class DamagedCheckpointError(ValueError):
+  """A checkpoint's files cannot be read (e.g. a truncated .data-* file)."""
+
+
+def restore(checkpoint, path):
+  """`checkpoint.restore(path)`, naming the damaged file when the
+  checkpoint cannot be read (TensorFlow's own error is an IndexError "Read
+  less bytes than requested" for a truncated data file).
+
+  Returns:
+    The restore status.
+  Raises:
+    DamagedCheckpointError: one line, naming the data file(s) and sizes.
+  """
+  try:
+    return checkpoint.restore(path)
+  except (IndexError, tf.errors.OpError) as error:
+    raise DamagedCheckpointError(
+        f"checkpoint {path} is damaged: {_describe_files(path)} cannot be "
+        f"read ({type(error).__name__}: {str(error).splitlines()[0]}); "
+        "name an intact one with checkpoint_path (an older "
+        "OUTPUT_DIR/ckpt-N, or OUTPUT_DIR/best).") from None
+
+
+def _describe_files(prefix):
+  """"P.data-00000-of-00001 (1234 bytes)" for each data file of a prefix."""
+  names = tf.io.gfile.glob(prefix + ".data-*") or [prefix + ".data-*"]
+  return ", ".join(
+      f"{name} ({tf.io.gfile.stat(name).length} bytes)"
+      if tf.io.gfile.exists(name) else f"{name} (missing)" for name in names)
+
+
+def checkpoints_newest_first(output_dir):
+  """The checkpoint prefixes the 'checkpoint' file of output_dir lists,
+  newest first ([] when none)."""
+  state = tf.train.get_checkpoint_state(output_dir)
+  if not state:
+    return []
+  paths = list(state.all_model_checkpoint_paths) or [
+      state.model_checkpoint_path]
+  return [p for p in reversed(paths) if tf.io.gfile.exists(p + ".index")]
+
+
 def latest_checkpoint(output_dir, checkpoint_path=None):
   """The checkpoint to load: `checkpoint_path` if given, else the newest one.
 
@@ -212,7 +255,7 @@ def load_trained_model(output_dir, checkpoint_path=None, dtype=None):
   info = read_run_info(output_dir)
   path = latest_checkpoint(output_dir, checkpoint_path)
   model = build_run_model(info, dtype=dtype)
-  make_checkpoint(model).restore(path).expect_partial()
+  restore(make_checkpoint(model), path).expect_partial()
   return model, info, path
 
 

@@ -445,7 +445,8 @@ def main():
                       problem_lib.DataError, FileNotFoundError,
                       trainer_lib.HParamsConflictError,
                       trainer_lib.NonFiniteLossError,
-                      dev_metric_lib.MetricError, budget.BudgetError))
+                      dev_metric_lib.MetricError, budget.BudgetError,
+                      run_dir.DamagedCheckpointError))
 
 
 if __name__ == "__main__":

@@ -250,12 +250,8 @@ class Trainer:
           config.output_dir, f"worker_tmp_{strategy_lib.task_id(strategy)}")
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
-    self.restored_from = None
     self.stopped_early = None  # the step train() stopped early at, if it did
-    latest = tf.train.latest_checkpoint(config.output_dir)
-    if latest:
-      self.checkpoint.restore(latest).assert_existing_objects_matched()
-      self.restored_from = latest
+    latest = self.restored_from = self._restore_newest_intact()
     self._saved_step = self.step if latest else None
     self._saved_path = latest
     if config.train_minutes > 0 and self.multi_worker:
@@ -279,6 +275,29 @@ class Trainer:
     self._train_step = tf.function(self._train_step_fn)
     self._eval_loop = tf.function(self._eval_loop_fn)
     self._writers = {}
+
+  def _restore_newest_intact(self):
+    """Restores the newest checkpoint of output_dir that can be read,
+    saying which damaged ones it skipped; returns its prefix, or None.
+
+    Raises:
+      run_dir.DamagedCheckpointError: every checkpoint is damaged.
+    """
+    candidates = run_dir.checkpoints_newest_first(self.config.output_dir)
+    for path in candidates:
+      try:
+        run_dir.restore(self.checkpoint,
+                        path).assert_existing_objects_matched()
+        return path
+      except run_dir.DamagedCheckpointError as error:
+        logging.warning("Skipping a damaged checkpoint: %s Resuming from an "
+                        "older one.", error)
+    if candidates:
+      raise run_dir.DamagedCheckpointError(
+          f"every checkpoint in {self.config.output_dir} is damaged "
+          f"({', '.join(os.path.basename(p) for p in candidates)}); train "
+          "in a new output_dir.")
+    return None
 
   @property
   def step(self):
