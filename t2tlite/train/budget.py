@@ -26,6 +26,8 @@ import time
 MEASURE_STEPS = 20
 MEASURE_SHARE = 0.05
 MAX_MEASURE_SECONDS = 30.0
+# A planned run may shorten the cool-down to fit, down to this share of it.
+MIN_COOLDOWN_SHARE = 0.25
 # Kept free at the end: the final checkpoint, and the rate's own noise.
 RESERVE_SHARE = 0.03
 RESERVE_SECONDS = 5.0
@@ -44,6 +46,7 @@ class Plan:
   planned_after_seconds: float
   step_seconds: float
   eval_seconds: float
+  cooldown_steps: int
 
   def to_json(self):
     return dataclasses.asdict(self)
@@ -64,13 +67,14 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
       evaluation).
     steps_done: optimizer steps done so far.
     step_seconds: measured seconds per step.
-    warmup_steps, cooldown_steps: the schedule's; the total must hold both
-      (the cool-down starts after the warm-up has ended).
+    warmup_steps, cooldown_steps: the schedule's. The total must hold the
+      warm-up and at least MIN_COOLDOWN_SHARE of the cool-down after it
+      (`cooldown_steps_for` shortens the cool-down to what is left).
     eval_every: evaluations every this many steps (and one at the end);
       0 = none.
     eval_seconds: measured seconds of one evaluation.
   Returns:
-    The total number of steps (>= warmup_steps + cooldown_steps).
+    The total number of steps.
   Raises:
     BudgetError: one line, with the budget that would hold the schedule.
   """
@@ -83,7 +87,7 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
                              else 0.0)
   left = budget_seconds - elapsed_seconds - reserve - evals_seconds
   total = steps_done + max(0, math.floor(left / per_step))
-  needed = warmup_steps + cooldown_steps
+  needed = warmup_steps + math.ceil(MIN_COOLDOWN_SHARE * cooldown_steps)
   if total < needed:
     # Budget for `needed` steps at the same rates (same overheads).
     seconds = (elapsed_seconds + evals_seconds + RESERVE_SECONDS +
@@ -92,10 +96,17 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
         f"--train_minutes={budget_seconds / 60:g} is too short for the "
         f"schedule: at the measured {1 / step_seconds:.2f} steps/s "
         f"({eval_seconds:.0f}s an evaluation) it holds {total} steps, fewer "
-        f"than warm-up {warmup_steps} + cool-down {cooldown_steps}; give at "
+        f"than warm-up {warmup_steps} + {needed - warmup_steps} of the "
+        f"{cooldown_steps} cool-down steps; give at "
         f"least --train_minutes={math.ceil(seconds / 60)}, or lower "
         "warmup_steps and learning_rate_cooldown_steps.")
   return total
+
+
+def cooldown_steps_for(train_steps, warmup_steps, cooldown_steps):
+  """The cool-down of a planned run: the schedule's, or what is left after
+  the warm-up when the budget holds fewer steps (a slower machine)."""
+  return max(0, min(cooldown_steps, train_steps - warmup_steps))
 
 
 def check_budget(train_minutes):

@@ -221,6 +221,8 @@ class Trainer:
     if config.plan is not None:
       config = dataclasses.replace(config,
                                    train_steps=config.plan.train_steps)
+      hp = hp.replace(
+          learning_rate_cooldown_steps=config.plan.cooldown_steps)
     elif config.planning:  # no cool-down until the length is planned
       config = dataclasses.replace(config, train_steps=_UNPLANNED)
     hp = hp.replace(train_steps=config.train_steps)
@@ -536,13 +538,12 @@ class Trainer:
         self.strategy, self.config.output_dir, self.on_worker_lost):
       return self._train_until(stop)
 
-  def set_train_steps(self, train_steps):
+  def set_train_steps(self, train_steps, cooldown_steps):
     """Fixes the run's length (a planned budget): the loop and the
-    schedule's cool-down end at `train_steps`."""
+    schedule's cool-down (of `cooldown_steps`) end at `train_steps`."""
     self.config = dataclasses.replace(self.config, train_steps=train_steps)
     self.hp = self.hp.replace(train_steps=train_steps)
-    set_train_steps(self.base_optimizer, train_steps,
-                    self.hp.learning_rate_cooldown_steps)
+    set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
     self._train_step = tf.function(self._train_step_fn)  # the new rate
 
   def _plan(self, step, clock_start, meter):
@@ -569,19 +570,23 @@ class Trainer:
     total = budget.plan_train_steps(
         budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
         self.hp.learning_rate_cooldown_steps, every, eval_seconds)
+    cooldown = budget.cooldown_steps_for(
+        total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
     plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
                        planned_at_step=step, planned_after_seconds=elapsed,
-                       step_seconds=step_seconds, eval_seconds=eval_seconds)
-    self.set_train_steps(total)
+                       step_seconds=step_seconds, eval_seconds=eval_seconds,
+                       cooldown_steps=cooldown)
+    self.set_train_steps(total, cooldown)
     self.config = dataclasses.replace(self.config, plan=plan)
     if self.chief:
       run_dir.record_plan(config.output_dir, plan.to_json())
     logging.info(
         "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
         "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
-        "last %d steps.", total, config.train_minutes, 1 / step_seconds,
-        meter.first_step, step, eval_seconds, self.hp.warmup_steps,
-        min(self.hp.learning_rate_cooldown_steps, total))
+        "last %d steps%s.", total, config.train_minutes, 1 / step_seconds,
+        meter.first_step, step, eval_seconds, self.hp.warmup_steps, cooldown,
+        "" if cooldown == self.hp.learning_rate_cooldown_steps else
+        f" (shortened from {self.hp.learning_rate_cooldown_steps} to fit)")
     return metrics
 
   def _train_until(self, stop):

@@ -181,7 +181,8 @@ def test_budget_too_short_for_the_schedule_is_one_line(reverse_data,
   assert code == 1, output[-3000:]
   assert re.search(r"^t2t-trainer: error: --train_minutes=0.5 is too short "
                    r"for the schedule: at the measured [\d.]+ steps/s .* "
-                   r"fewer than warm-up 100000 \+ cool-down 0; give at least "
+                   r"fewer than warm-up 100000 \+ 0 of the 0 cool-down steps; give "
+                   r"at least "
                    r"--train_minutes=\d+", output, re.M), output[-3000:]
   assert "Traceback" not in output
   assert not list(output_dir.glob("ckpt-*"))

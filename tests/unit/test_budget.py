@@ -53,8 +53,20 @@ def test_budget_too_short_for_the_schedule_names_the_budget_needed():
   assert message.startswith("--train_minutes=1 is too short for the "
                             "schedule: at the measured 10.00 steps/s")
   needed = int(message.split("at least --train_minutes=")[1].split(",")[0])
-  # The budget it names holds the schedule.
-  assert budget.plan_train_steps(needed * 60, 10, 20, 0.1, 400, 1000) >= 1400
+  assert "fewer than warm-up 400 + 250 of the 1000 cool-down steps" in message
+  # The budget it names holds the warm-up and the shortest cool-down.
+  assert budget.plan_train_steps(needed * 60, 10, 20, 0.1, 400, 1000) >= 650
+
+
+def test_cool_down_shortened_to_what_the_budget_holds():
+  assert budget.cooldown_steps_for(5000, 800, 2000) == 2000
+  assert budget.cooldown_steps_for(1500, 800, 2000) == 700
+  # A plan that holds 1500 steps: 400 of warm-up and 1100 of cool-down.
+  total = budget.plan_train_steps(
+      160, 0, 0, 0.1, warmup_steps=400, cooldown_steps=2000)
+  assert total == int((160 - budget.RESERVE_SHARE * 160 -
+                       budget.RESERVE_SECONDS) / 0.1)
+  assert budget.cooldown_steps_for(total, 400, 2000) == total - 400
 
 
 def test_a_budget_shorter_than_the_measurement_fails_before_running():
@@ -66,5 +78,5 @@ def test_a_budget_shorter_than_the_measurement_fails_before_running():
 def test_plan_round_trips_through_json():
   plan = budget.Plan(train_minutes=2, train_steps=3000, planned_at_step=40,
                      planned_after_seconds=9.5, step_seconds=0.03,
-                     eval_seconds=2.0)
+                     eval_seconds=2.0, cooldown_steps=1000)
   assert budget.Plan.from_json(plan.to_json()) == plan
