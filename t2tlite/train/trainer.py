@@ -221,11 +221,11 @@ class Trainer:
     if config.plan is not None:
       config = dataclasses.replace(config,
                                    train_steps=config.plan.train_steps)
-      hp = hp.replace(
-          learning_rate_cooldown_steps=config.plan.cooldown_steps)
+      hp = hp.replace(train_steps=config.train_steps,
+                      learning_rate_cooldown_steps=config.plan.cooldown_steps)
     elif config.planning:  # no cool-down until the length is planned
       config = dataclasses.replace(config, train_steps=_UNPLANNED)
-    hp = hp.replace(train_steps=config.train_steps)
+      hp = hp.replace(train_steps=_UNPLANNED)
     self.hp, self.config, self.strategy = hp, config, strategy
     self.on_worker_lost = on_worker_lost
     self.dev_metric, self.on_best = dev_metric, on_best
