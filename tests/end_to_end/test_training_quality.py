@@ -43,7 +43,8 @@ def test_early_stopping_stops_after_patience(reverse_data, tmp_path):
       f"--data_dir={reverse_data}", f"--output_dir={output_dir}",
       "--train_steps=1000", "--local_eval_frequency=5",
       "--eval_decode_samples=20", "--eval_steps=1",
-      "--early_stopping_patience=2", "--mixed_precision=float32")
+      "--early_stopping_patience=2", "--mixed_precision=float32",
+      "--keep_checkpoint_max=1")
   assert code == 0, output[-3000:]
   records = [json.loads(line) for line in
              (output_dir / "metrics.jsonl").read_text().splitlines()]
@@ -52,6 +53,10 @@ def test_early_stopping_stops_after_patience(reverse_data, tmp_path):
          "evaluations" in output
   assert json.loads((output_dir / "best" / "best.json").read_text())[
       "step"] == 5
+  # The best checkpoint survives keep_checkpoint_max=1's pruning.
+  assert (output_dir / "best" / "ckpt-5.index").exists()
+  assert [p.name for p in output_dir.glob("ckpt-*.index")] == [
+      "ckpt-15.index"]
   # A restart does not train further: patience is counted from the log.
   code, output = _trainer(f"--output_dir={output_dir}",
                           "--early_stopping_patience=2",
