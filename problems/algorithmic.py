@@ -22,6 +22,7 @@ class AlgorithmicReverse(Text2TextProblem):
   num_samples = {"train": 20_000, "dev": 1_000, "test": 1_000}
   min_digits, max_digits = 1, 20
   seeds = {"train": 1, "dev": 2, "test": 3}
+  metric = "exact_match"
 
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
     del tmp_dir, raw_data_dir  # generated

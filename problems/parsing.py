@@ -84,6 +84,12 @@ class ParsingWsj(Text2TextProblem):
   # BUILD_NOTES.md, "WSJ sample parsing"). Unconstrained, 0.3 is better there.
   decode_defaults = "beam_size=21,alpha=0.0,extra_length=300"
 
+  @property
+  def metric(self):
+    """Bracket F1 (t2t-parse-eval's); exact match for the reversed problem
+    (tree -> words)."""
+    return "exact_match" if self.reverse else "bracket_f1"
+
   def available_splits(self, tmp_dir, raw_data_dir=None):
     if raw_data_dir is None:
       raise DataError("parsing_wsj needs raw_data_dir=DIR: a folder of Penn "

@@ -41,6 +41,7 @@ class TranslateProblem(Text2TextProblem):
   tfds_name = None
   num_shards = {"train": 32, "dev": 1, "test": 1}
   vocab_byte_fallback = True  # no UNK in translations: BLEU sees every char
+  metric = "bleu"
 
   @property
   def langs(self):

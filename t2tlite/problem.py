@@ -105,6 +105,12 @@ class Problem:
   # Decode hparams ("beam_size=4,alpha=0.6") that t2t-decoder, t2t-attention
   # and t2t-exporter start from; --decode_hparams overrides them.
   decode_defaults = ""
+  # The problem's own dev metric, which t2t-trainer computes at every
+  # evaluation by decoding dev (`t2tlite.train.dev_metric`), higher is
+  # better: None (none), "bleu" (sacreBLEU, cased), "bracket_f1" (EVALB),
+  # "exact_match" (percent of outputs equal to the targets), or a plugin's
+  # own name, scored by its `score_outputs`.
+  metric = None
 
   def __init__(self, reverse=False):
     self.data_name = type(self).name or _snake_case(type(self).__name__)
@@ -263,6 +269,21 @@ class Problem:
     here; parsing turns a linearized tree into a bracketed tree)."""
     del inputs
     return text
+
+  def score_outputs(self, outputs, pairs):
+    """The dev metric of a plugin problem whose `metric` is its own name.
+
+    Args:
+      outputs: list of str, the decoded dev targets (not postprocessed).
+      pairs: [(inputs, targets)] text of the same dev lines.
+    Returns:
+      {name: float}, holding at least `metric` (higher is better); every
+      entry is logged and written to metrics.jsonl.
+    """
+    raise NotImplementedError(
+        f"problem {self.name}: metric={self.metric!r} is not a built-in "
+        "metric (bleu, bracket_f1, exact_match), so the problem must "
+        "define score_outputs(outputs, pairs)")
 
   def decode_constraint(self, input_vocab, target_vocab):
     """The `t2tlite.decode.constraints.DecodeConstraint` every decoded

@@ -3,7 +3,10 @@
     output_dir/
       hparams.json        the HParams the model was built with
       run.json            model and problem names, vocabulary size and
-                          source, longest training example, flags used
+                          source, longest training example, flags used,
+                          the planned length of a --train_minutes run
+      metrics.jsonl       one line per evaluation (t2tlite.train.best)
+      best/               the best checkpoint by the dev metric
       vocab.model         a copy of the sentencepiece model (so the folder is
                           self-contained for decoding and export)
       vocab.targets.model a copy of the targets' own model, when the problem
@@ -89,13 +92,35 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
     target_vocab_source = os.path.abspath(target_vocab_source)
   files.atomic_write_text(os.path.join(output_dir, HPARAMS_FILE),
                           hp.to_json())
+  plan = read_plan(output_dir)  # a restart keeps the run's plan
   run = {"problem": problem, "vocab_size": vocab_size,
          "vocab_source": os.path.abspath(vocab_source),
          "target_vocab_size": target_vocab_size or vocab_size,
          "target_vocab_source": target_vocab_source, "flags": flags or {},
          "model": model, "longest_train_example": longest_train_example}
+  if plan is not None:
+    run["plan"] = plan
   files.atomic_write_text(os.path.join(output_dir, RUN_FILE),
                           json.dumps(run, indent=2, sort_keys=True))
+
+
+def read_plan(output_dir):
+  """The "plan" of run.json (t2tlite.train.budget.Plan as a dict), or None
+  (no run.json yet, or a run of fixed train_steps)."""
+  path = os.path.join(output_dir, RUN_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f).get("plan")
+
+
+def record_plan(output_dir, plan):
+  """Adds the planned length of a --train_minutes run to run.json."""
+  path = os.path.join(output_dir, RUN_FILE)
+  with tf.io.gfile.GFile(path) as f:
+    run = json.load(f)
+  run["plan"] = plan
+  files.atomic_write_text(path, json.dumps(run, indent=2, sort_keys=True))
 
 
 def read_run_info(output_dir):
@@ -150,6 +175,49 @@ def make_checkpoint(model, optimizer=None):
   return tf.train.Checkpoint(model=model_variables(model), optimizer=optimizer)
 
 
+class DamagedCheckpointError(ValueError):
+  """A checkpoint's files cannot be read (e.g. a truncated .data-* file)."""
+
+
+def restore(checkpoint, path):
+  """`checkpoint.restore(path)`, naming the damaged file when the
+  checkpoint cannot be read (TensorFlow's own error is an IndexError "Read
+  less bytes than requested" for a truncated data file).
+
+  Returns:
+    The restore status.
+  Raises:
+    DamagedCheckpointError: one line, naming the data file(s) and sizes.
+  """
+  try:
+    return checkpoint.restore(path)
+  except (IndexError, tf.errors.OpError) as error:
+    raise DamagedCheckpointError(
+        f"checkpoint {path} is damaged: {_describe_files(path)} cannot be "
+        f"read ({type(error).__name__}: {str(error).splitlines()[0]}); "
+        "name an intact one with checkpoint_path (an older "
+        "OUTPUT_DIR/ckpt-N, or OUTPUT_DIR/best).") from None
+
+
+def _describe_files(prefix):
+  """"P.data-00000-of-00001 (1234 bytes)" for each data file of a prefix."""
+  names = tf.io.gfile.glob(prefix + ".data-*") or [prefix + ".data-*"]
+  return ", ".join(
+      f"{name} ({tf.io.gfile.stat(name).length} bytes)"
+      if tf.io.gfile.exists(name) else f"{name} (missing)" for name in names)
+
+
+def checkpoints_newest_first(output_dir):
+  """The checkpoint prefixes the 'checkpoint' file of output_dir lists,
+  newest first ([] when none)."""
+  state = tf.train.get_checkpoint_state(output_dir)
+  if not state:
+    return []
+  paths = list(state.all_model_checkpoint_paths) or [
+      state.model_checkpoint_path]
+  return [p for p in reversed(paths) if tf.io.gfile.exists(p + ".index")]
+
+
 def latest_checkpoint(output_dir, checkpoint_path=None):
   """The checkpoint to load: `checkpoint_path` if given, else the newest one.
 
@@ -187,7 +255,7 @@ def load_trained_model(output_dir, checkpoint_path=None, dtype=None):
   info = read_run_info(output_dir)
   path = latest_checkpoint(output_dir, checkpoint_path)
   model = build_run_model(info, dtype=dtype)
-  make_checkpoint(model).restore(path).expect_partial()
+  restore(make_checkpoint(model), path).expect_partial()
   return model, info, path
 
 

@@ -25,6 +25,9 @@ from t2tlite import run_dir
 from t2tlite.bin import common_flags
 from t2tlite.bin import console
 from t2tlite.bin import precision_flags
+from t2tlite.train import best as best_lib
+from t2tlite.train import budget
+from t2tlite.train import dev_metric as dev_metric_lib
 from t2tlite.train import preemption
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
@@ -91,6 +94,35 @@ flags.DEFINE_bool("export_saved_model", False, "When training ends, export "
                   "OUTPUT_DIR/export/<version> (as t2t-exporter does, with "
                   "the default decode hparams).")
 
+# The problem's own metric on dev (t2tlite.train.dev_metric).
+flags.DEFINE_bool("dev_metric", True, "At every evaluation, also decode dev "
+                  "with the checkpoint of that step (the problem's decode "
+                  "defaults, as t2t-decoder) and score it with the problem's "
+                  "metric (BLEU, bracket F1, exact match), as t2t-bleu / "
+                  "t2t-parse-eval would; the best checkpoint is kept in "
+                  "OUTPUT_DIR/best and every score appended to "
+                  "OUTPUT_DIR/metrics.jsonl. Problems without a metric skip "
+                  "it (an error when this flag is given explicitly).")
+flags.DEFINE_integer("eval_decode_samples", 0, "Decode only the first N dev "
+                     "lines for the dev metric; 0 = all of dev.",
+                     lower_bound=0)
+flags.DEFINE_string("eval_decode_hparams", "", "Overrides of the problem's "
+                    "decode defaults for the dev metric (as t2t-decoder's "
+                    "--decode_hparams, e.g. \"beam_size=1\").")
+flags.DEFINE_integer("early_stopping_patience", 0, "Stop training after this "
+                     "many evaluations without a better dev metric; 0 = "
+                     "never.", lower_bound=0)
+flags.DEFINE_float("train_minutes", None, "Train for this many minutes "
+                   "instead of a fixed number of steps: the steps are "
+                   "planned from the step rate measured over the first ones "
+                   "(and one timed evaluation), so that the warm-up, the "
+                   "learning-rate cool-down and the evaluations end within "
+                   "the budget; the plan is kept in run.json and a restart "
+                   "continues it.", lower_bound=0.01)
+flags.DEFINE_bool("export_best", False, "Export OUTPUT_DIR/best as a "
+                  "SavedModel (OUTPUT_DIR/export_best/<version>) each time "
+                  "it improves.")
+
 FLAGS = flags.FLAGS
 # The flags recorded in run.json (the ones this command defines or shares).
 _RECORDED_FLAGS = (
@@ -99,7 +131,9 @@ _RECORDED_FLAGS = (
     "eval_steps", "local_eval_frequency", "keep_checkpoint_max",
     "save_checkpoints_secs", "schedule", "worker_gpu", "xla",
     "mixed_precision", "random_seed", "log_step_count_steps",
-    "worker_timeout_secs")
+    "worker_timeout_secs", "dev_metric", "eval_decode_samples",
+    "eval_decode_hparams", "early_stopping_patience", "export_best",
+    "train_minutes")
 _PATH_FLAGS = ("output_dir", "data_dir", "tmp_dir", "raw_data_dir",
                "t2t_usr_dir")
 
@@ -165,10 +199,92 @@ def _longest_train_example(problem, data_dir, hp):
              default=None)
 
 
+def _check_evaluation(problem, data_dir):
+  """Fails fast (one line) when the schedule evaluates and dev is missing,
+  or when a dev metric is asked for and the problem has none."""
+  if FLAGS.schedule == "train":
+    if FLAGS.early_stopping_patience:
+      raise console.CommandError(
+          "--early_stopping_patience needs --schedule=train_and_evaluate "
+          "(it counts evaluations).")
+    return
+  try:
+    problem.shard_files(data_dir, "dev")
+  except problem_lib.DataError as error:
+    raise console.CommandError(
+        f"--schedule={FLAGS.schedule} evaluates on dev, but {error}") from None
+  wants_metric = (FLAGS["dev_metric"].present and FLAGS.dev_metric) or (
+      FLAGS.early_stopping_patience > 0) or FLAGS.export_best
+  if wants_metric:
+    if not FLAGS.dev_metric:
+      raise console.CommandError(
+          "--early_stopping_patience and --export_best need --dev_metric.")
+    try:
+      dev_metric_lib.check_metric(problem)
+    except dev_metric_lib.MetricError as error:
+      raise console.CommandError(str(error)) from None
+
+
+def _budget(output_dir, saved_flags):
+  """(train_minutes, the saved budget.Plan or None) of the run: a restart
+  continues the plan in run.json (or plans it, if the first start ended
+  before planning); --train_minutes with --train_steps is an error."""
+  saved = run_dir.read_plan(output_dir)
+  if FLAGS.train_minutes and FLAGS.train_steps:
+    raise console.CommandError("Give --train_minutes or --train_steps, not "
+                               "both.")
+  if saved is None:
+    minutes = FLAGS.train_minutes or (
+        None if FLAGS.train_steps else saved_flags.get("train_minutes"))
+    if minutes:
+      try:
+        budget.check_budget(minutes)
+      except budget.BudgetError as error:
+        raise console.CommandError(str(error)) from None
+    return minutes or 0.0, None
+  plan = budget.Plan.from_json(saved)
+  if FLAGS.train_minutes and FLAGS.train_minutes != plan.train_minutes:
+    raise console.CommandError(
+        f"{output_dir} holds a run planned for --train_minutes="
+        f"{plan.train_minutes:g} ({plan.train_steps} steps); a restart "
+        "continues that plan: leave out --train_minutes, or use another "
+        "--output_dir.")
+  if FLAGS.train_steps:
+    raise console.CommandError(
+        f"{output_dir} holds a run planned for --train_minutes="
+        f"{plan.train_minutes:g} ({plan.train_steps} steps); --train_steps "
+        "cannot change it.")
+  logging.info("Continuing the plan of run.json: %d steps (--train_minutes=%g"
+               ").", plan.train_steps, plan.train_minutes)
+  return plan.train_minutes, plan
+
+
+def _make_dev_metric(problem, output_dir, data_dir, choice, chief, strategy):
+  """The DevMetric of the run, or None (no metric, or not asked for)."""
+  if (FLAGS.schedule == "train" or not FLAGS.dev_metric or not chief or
+      not problem.metric):
+    if FLAGS.schedule != "train" and FLAGS.dev_metric and not problem.metric:
+      logging.info("Problem %s declares no dev metric: evaluations are "
+                   "teacher-forced only.", problem.name)
+    return None
+  if strategy_lib.is_multi_worker(strategy):
+    logging.warning("The dev metric is computed in single-worker runs only; "
+                    "evaluations are teacher-forced only.")
+    return None
+  try:
+    return dev_metric_lib.DevMetric(
+        problem, output_dir, data_dir, samples=FLAGS.eval_decode_samples,
+        decode_hparams=FLAGS.eval_decode_hparams,
+        dtype=choice.keras_policy)
+  except dev_metric_lib.MetricError as error:
+    raise console.CommandError(str(error)) from None
+
+
 def _train(output_dir):
   # Names, hparams and data_dir are checked before the strategy starts and
   # the data is read (fast failures).
   problem, model, hp, data_dir, saved = _resolve_setup(output_dir)
+  train_minutes, plan = _budget(output_dir, saved)
   # The strategy first: auto's check runs TensorFlow ops, and the
   # multi-worker runtime must be configured before the first op.
   strategy = strategy_lib.make_strategy(
@@ -188,6 +304,7 @@ def _train(output_dir):
     with preemption.reporting_lost_workers(strategy, output_dir,
                                            _exit_worker_lost):
       strategy_lib.wait_for_all_workers(strategy)  # others wait for the data
+  _check_evaluation(problem, data_dir)
   vocab = problem.vocabulary(data_dir)
   # None: the targets share the input vocabulary (one embedding matrix).
   target_vocab = (vocab if problem.shares_vocabulary else
@@ -208,7 +325,8 @@ def _train(output_dir):
     recorded.update(model=model, problem=problem.name, data_dir=data_dir,
                     output_dir=output_dir,
                     hparams_set=FLAGS.hparams_set or saved.get("hparams_set"),
-                    precision=choice.to_json())
+                    precision=choice.to_json(),
+                    train_minutes=train_minutes or None)
     run_dir.write_run_info(
         output_dir, hp, problem.name, vocab.size, problem.vocab_file(data_dir),
         flags=recorded, model=model,
@@ -223,7 +341,11 @@ def _train(output_dir):
       save_checkpoints_secs=FLAGS.save_checkpoints_secs,
       keep_checkpoint_max=FLAGS.keep_checkpoint_max, xla=FLAGS.xla,
       mixed_precision=choice.precision,
-      log_every_steps=FLAGS.log_step_count_steps, model=model)
+      log_every_steps=FLAGS.log_step_count_steps, model=model,
+      early_stopping_patience=FLAGS.early_stopping_patience,
+      train_minutes=train_minutes, plan=plan)
+  dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice, chief,
+                                strategy)
 
   def make_dataset(split, training):
     return problem.distributed_dataset(strategy, data_dir, split, hp, training,
@@ -232,7 +354,10 @@ def _train(output_dir):
   trainer = trainer_lib.Trainer(hp, config, strategy, vocab.size, make_dataset,
                                 target_vocab_size=target_vocab_size,
                                 word_pointer=word_pointer,
-                                on_worker_lost=_exit_worker_lost)
+                                on_worker_lost=_exit_worker_lost,
+                                dev_metric=dev_metric,
+                                on_best=_export_best if FLAGS.export_best
+                                else None)
   if FLAGS.schedule == "evaluate":
     if not trainer.restored_from:
       raise console.CommandError(
@@ -247,8 +372,27 @@ def _train(output_dir):
           f"accuracy {metrics['accuracy']:.4f}, sequence_accuracy "
           f"{metrics['sequence_accuracy']:.4f} ({metrics['sequences']} "
           "sequences, teacher-forced)")
+    if "metric" in metrics:
+      name = metrics["metric"]
+      print(f"step {metrics['step']}: dev {name} {metrics[name]:.2f} "
+            f"(decoded); best {metrics['best_value']:.2f} at step "
+            f"{metrics['best_step']}, in "
+            f"{os.path.join(output_dir, best_lib.BEST_DIR)}")
+  if trainer.stopped_early is not None and chief:
+    print(f"stopped early at step {trainer.stopped_early}: no better dev "
+          f"{dev_metric.name} in {FLAGS.early_stopping_patience} evaluations")
   if FLAGS.export_saved_model and chief:
     _export_saved_model(output_dir)
+
+
+def _export_best(checkpoint_prefix):
+  """--export_best: exports the new best checkpoint."""
+  from t2tlite.export.exporter import export_saved_model
+  output_dir = os.path.dirname(os.path.dirname(checkpoint_prefix))
+  path = export_saved_model(output_dir,
+                            export_dir=os.path.join(output_dir, "export_best"),
+                            checkpoint_path=checkpoint_prefix)
+  logging.info("Exported the best checkpoint as %s", path)
 
 
 def _export_saved_model(output_dir):
@@ -300,7 +444,9 @@ def main():
               errors=(console.CommandError, registry.RegistryError,
                       problem_lib.DataError, FileNotFoundError,
                       trainer_lib.HParamsConflictError,
-                      trainer_lib.NonFiniteLossError))
+                      trainer_lib.NonFiniteLossError,
+                      dev_metric_lib.MetricError, budget.BudgetError,
+                      run_dir.DamagedCheckpointError))
 
 
 if __name__ == "__main__":

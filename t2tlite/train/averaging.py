@@ -62,7 +62,8 @@ def average_checkpoints(output_dir, n, averaged_dir=None):
   variables = run_dir.model_variables(model)
   sums = {}
   for path in paths:
-    checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    run_dir.restore(checkpoint, path).expect_partial(
+    ).assert_existing_objects_matched()
     for name, variable in variables.items():
       value = variable.numpy()
       if np.issubdtype(value.dtype, np.floating):

@@ -62,3 +62,15 @@ def build_optimizer(hp):
                                  min(hp.learning_rate_cooldown_steps,
                                      hp.train_steps)),
       beta_1=hp.adam_beta1, beta_2=hp.adam_beta2, epsilon=hp.adam_epsilon)
+
+
+def set_train_steps(optimizer, train_steps, cooldown_steps):
+  """Moves the cool-down of `build_optimizer`'s schedule to end at
+  `train_steps` (a time-budgeted run fixes its length after its first
+  steps). A tf.function that computed the rate must be traced again."""
+  schedule = optimizer._learning_rate  # Keras keeps the schedule there
+  if not isinstance(schedule, NoamSchedule):
+    raise TypeError(f"expected build_optimizer's NoamSchedule, got "
+                    f"{type(schedule).__name__}")
+  schedule.train_steps = train_steps
+  schedule.cooldown_steps = min(cooldown_steps, train_steps)

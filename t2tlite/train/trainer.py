@@ -27,10 +27,12 @@ from tensorflow.core.framework import summary_pb2
 
 from t2tlite import files, models, run_dir
 from t2tlite.hparams_lib import HParams, create_hparams
+from t2tlite.train import best as best_lib
+from t2tlite.train import budget
 from t2tlite.train import preemption
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
-from t2tlite.train.schedules import build_optimizer
+from t2tlite.train.schedules import build_optimizer, set_train_steps
 
 SCHEDULES = ("train", "train_and_evaluate", "evaluate")
 MIXED_PRECISION = {None: None, "float32": None, "bfloat16": "mixed_bfloat16",
@@ -38,6 +40,8 @@ MIXED_PRECISION = {None: None, "float32": None, "bfloat16": "mixed_bfloat16",
 EVAL_RESULTS_FILE = "eval_results.json"
 EVAL_SUBDIR = "eval"
 _SUM = tf.distribute.ReduceOp.SUM
+# train_steps of a run whose length --train_minutes is still to plan.
+_UNPLANNED = 2**31 - 1
 _MEAN = tf.distribute.ReduceOp.MEAN
 # What tensorboard's tf.summary.scalar writes, without needing the tensorboard
 # package at training time (TensorFlow 2.21 does not install it).
@@ -66,6 +70,13 @@ class TrainConfig:
     log_every_steps: console and summary frequency.
     eval_split: the split evaluated.
     model: the registered model name (t2tlite.registry.models).
+    early_stopping_patience: with a dev metric, stop training after this
+      many evaluations without a better score; 0 = never.
+    train_minutes: > 0: plan train_steps from the measured step rate so
+      that the run ends within this many minutes (`budget.py`); train_steps
+      is then ignored, unless `plan` holds a plan already made.
+    plan: None, or the `budget.Plan` a resumed run continues (its
+      train_steps is then the run's).
   """
   output_dir: str
   train_steps: int
@@ -79,6 +90,14 @@ class TrainConfig:
   log_every_steps: int = 100
   eval_split: str = "dev"
   model: str = models.DEFAULT_MODEL
+  early_stopping_patience: int = 0
+  train_minutes: float = 0.0
+  plan: budget.Plan | None = None
+
+  @property
+  def planning(self):
+    """Whether train() must still plan the run's length."""
+    return self.train_minutes > 0 and self.plan is None
 
   def __post_init__(self):
     if self.schedule not in SCHEDULES:
@@ -90,6 +109,9 @@ class TrainConfig:
     for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
       if getattr(self, name) <= 0:
         raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+    if self.early_stopping_patience < 0:
+      raise ValueError("early_stopping_patience must be >= 0, got "
+                       f"{self.early_stopping_patience}")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -185,12 +207,28 @@ class Trainer:
       `preemption.WorkerLostError` as soon as a peer is found lost, possibly
       from another thread; it may end the process (see
       `preemption.reporting_lost_workers`). None logs the error.
+    dev_metric: None, or a `dev_metric.DevMetric`: every evaluation then
+      also decodes dev with the checkpoint of the step and scores it; the
+      best checkpoint is kept in OUTPUT_DIR/best (`best.py`). Single-worker
+      runs only.
+    on_best: None, or called with the prefix of OUTPUT_DIR/best's
+      checkpoint each time it improves (e.g. to export it).
   """
 
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
-               target_vocab_size=None, word_pointer=None, on_worker_lost=None):
+               target_vocab_size=None, word_pointer=None, on_worker_lost=None,
+               dev_metric=None, on_best=None):
+    if config.plan is not None:
+      config = dataclasses.replace(config,
+                                   train_steps=config.plan.train_steps)
+      hp = hp.replace(train_steps=config.train_steps,
+                      learning_rate_cooldown_steps=config.plan.cooldown_steps)
+    elif config.planning:  # no cool-down until the length is planned
+      config = dataclasses.replace(config, train_steps=_UNPLANNED)
+      hp = hp.replace(train_steps=_UNPLANNED)
     self.hp, self.config, self.strategy = hp, config, strategy
     self.on_worker_lost = on_worker_lost
+    self.dev_metric, self.on_best = dev_metric, on_best
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
     self.multi_worker = strategy_lib.is_multi_worker(strategy)
@@ -214,12 +252,23 @@ class Trainer:
           config.output_dir, f"worker_tmp_{strategy_lib.task_id(strategy)}")
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
-    self.restored_from = None
-    latest = tf.train.latest_checkpoint(config.output_dir)
-    if latest:
-      self.checkpoint.restore(latest).assert_existing_objects_matched()
-      self.restored_from = latest
+    self.stopped_early = None  # the step train() stopped early at, if it did
+    latest = self.restored_from = self._restore_newest_intact()
     self._saved_step = self.step if latest else None
+    self._saved_path = latest
+    if config.train_minutes > 0 and self.multi_worker:
+      # Each worker would time its own steps and plan at its own step.
+      raise ValueError("train_minutes is for single-worker runs only")
+    if dev_metric is not None and self.multi_worker:
+      raise ValueError("the dev metric (and early stopping) is computed in "
+                       "single-worker runs only")
+    if config.early_stopping_patience and dev_metric is None:
+      raise ValueError("early_stopping_patience needs a dev metric")
+    self.best = best_lib.read_best(config.output_dir)
+    self.evaluations_since_best = best_lib.evaluations_since_best(
+        best_lib.read_metrics(config.output_dir),
+        dev_metric.name if dev_metric else None,
+        self.best["step"] if self.best else None)
     # XLA compiles the per-replica forward and backward pass. Evaluation is not
     # compiled: inside its while loop, XLA on several replicas reads variables
     # from the wrong device ("Trying to access resource ... located in device").
@@ -228,6 +277,29 @@ class Trainer:
     self._train_step = tf.function(self._train_step_fn)
     self._eval_loop = tf.function(self._eval_loop_fn)
     self._writers = {}
+
+  def _restore_newest_intact(self):
+    """Restores the newest checkpoint of output_dir that can be read,
+    saying which damaged ones it skipped; returns its prefix, or None.
+
+    Raises:
+      run_dir.DamagedCheckpointError: every checkpoint is damaged.
+    """
+    candidates = run_dir.checkpoints_newest_first(self.config.output_dir)
+    for path in candidates:
+      try:
+        run_dir.restore(self.checkpoint,
+                        path).assert_existing_objects_matched()
+        return path
+      except run_dir.DamagedCheckpointError as error:
+        logging.warning("Skipping a damaged checkpoint: %s Resuming from an "
+                        "older one.", error)
+    if candidates:
+      raise run_dir.DamagedCheckpointError(
+          f"every checkpoint in {self.config.output_dir} is damaged "
+          f"({', '.join(os.path.basename(p) for p in candidates)}); train "
+          "in a new output_dir.")
+    return None
 
   @property
   def step(self):
@@ -367,14 +439,61 @@ class Trainer:
         metrics["loss"], metrics["nll"], metrics["accuracy"],
         metrics["sequence_accuracy"], metrics["sequences"],
         time.time() - start)
-    self._summaries(EVAL_SUBDIR, step, {
-        k: metrics[k] for k in ("loss", "nll", "accuracy",
-                                "sequence_accuracy")})
+    scalars = {k: metrics[k] for k in ("loss", "nll", "accuracy",
+                                       "sequence_accuracy")}
+    if self.dev_metric is not None:
+      metrics.update(self._score_dev(step))
+      scalars.update(metrics["scores"])
+    self._summaries(EVAL_SUBDIR, step, scalars)
     if self.chief:
       files.atomic_write_text(
           os.path.join(self.config.output_dir, EVAL_RESULTS_FILE),
           json.dumps(metrics, indent=2, sort_keys=True))
+      record = {"step": step, "wall_time": time.time(),
+                "loss": metrics["loss"], "split": split}
+      record.update(metrics.get("scores", {}))
+      best_lib.append_metrics(self.config.output_dir, record)
     return metrics
+
+  def _score_dev(self, step):
+    """Decodes and scores dev with the checkpoint of `step` (saved first if
+    need be) and keeps it as OUTPUT_DIR/best when it is the best so far.
+
+    Returns:
+      {"metric": name, name: score, "scores": every figure,
+      "best_step", "best_value"}.
+    """
+    if self._saved_step != step:
+      self.save()
+    result = self.dev_metric.score(self._saved_path)
+    improved = self.best is None or result.value > self.best["value"]
+    if improved:
+      path = best_lib.keep_best(self.config.output_dir, self._saved_path,
+                                step, result.name, result.value,
+                                result.scores)
+      self.best = best_lib.read_best(self.config.output_dir)
+      self.evaluations_since_best = 0
+    else:
+      self.evaluations_since_best += 1
+    logging.info(
+        "dev %s at step %d: %.2f (%s; best %.2f at step %d%s)", result.name,
+        step, result.value,
+        ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()
+                  if k != result.name) or f"{result.sentences} sentences",
+        self.best["value"], self.best["step"],
+        ", kept in " + os.path.join(self.config.output_dir, best_lib.BEST_DIR)
+        if improved else "")
+    if improved and self.on_best is not None:
+      self.on_best(path)
+    return {"metric": result.name, result.name: result.value,
+            "scores": result.scores, "best_step": self.best["step"],
+            "best_value": self.best["value"]}
+
+  def patience_exhausted(self):
+    """Whether early stopping is due: patience evaluations without a better
+    dev score."""
+    patience = self.config.early_stopping_patience
+    return bool(patience) and self.evaluations_since_best >= patience
 
   # ---- checkpoints and summaries --------------------------------------------
 
@@ -382,7 +501,7 @@ class Trainer:
     """Writes a checkpoint numbered by the step (every worker must call it)."""
     step = self.step
     path = self.manager.save(checkpoint_number=step)
-    self._saved_step = step
+    self._saved_step, self._saved_path = step, path
     if self.chief:
       logging.info("Saved checkpoint %s", path)
     else:
@@ -419,19 +538,85 @@ class Trainer:
         self.strategy, self.config.output_dir, self.on_worker_lost):
       return self._train_until(stop)
 
+  def set_train_steps(self, train_steps, cooldown_steps):
+    """Fixes the run's length (a planned budget): the loop and the
+    schedule's cool-down (of `cooldown_steps`) end at `train_steps`."""
+    self.config = dataclasses.replace(self.config, train_steps=train_steps)
+    self.hp = self.hp.replace(train_steps=train_steps)
+    set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
+    self._train_step = tf.function(self._train_step_fn)  # the new rate
+
+  def _plan(self, step, clock_start, meter):
+    """Plans the run's length after the measured steps (see budget.py):
+    times one evaluation if the schedule evaluates, fixes train_steps and
+    records the plan in run.json."""
+    config = self.config
+    budget_seconds = config.train_minutes * 60
+    step_seconds = meter.step_seconds()
+    every = (config.local_eval_frequency
+             if config.schedule == "train_and_evaluate" else 0)
+    # Without evaluations first: a budget too short fails before anything
+    # is written.
+    budget.plan_train_steps(budget_seconds, time.monotonic() - clock_start,
+                            step, step_seconds, self.hp.warmup_steps,
+                            self.hp.learning_rate_cooldown_steps)
+    eval_seconds, metrics = 0.0, {}
+    if every > 0:
+      logging.info("Timing one evaluation to plan the run...")
+      started = time.monotonic()
+      metrics = self.evaluate()
+      eval_seconds = time.monotonic() - started
+    elapsed = time.monotonic() - clock_start
+    total = budget.plan_train_steps(
+        budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
+        self.hp.learning_rate_cooldown_steps, every, eval_seconds)
+    cooldown = budget.cooldown_steps_for(
+        total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
+    plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
+                       planned_at_step=step, planned_after_seconds=elapsed,
+                       step_seconds=step_seconds, eval_seconds=eval_seconds,
+                       cooldown_steps=cooldown)
+    self.set_train_steps(total, cooldown)
+    self.config = dataclasses.replace(self.config, plan=plan)
+    if self.chief:
+      run_dir.record_plan(config.output_dir, plan.to_json())
+    logging.info(
+        "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
+        "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
+        "last %d steps%s.", total, config.train_minutes, 1 / step_seconds,
+        meter.first_step, step, eval_seconds, self.hp.warmup_steps, cooldown,
+        "" if cooldown == self.hp.learning_rate_cooldown_steps else
+        f" (shortened from {self.hp.learning_rate_cooldown_steps} to fit)")
+    return metrics
+
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
+    clock_start = time.monotonic()
     config, start_step = self.config, self.step
     evaluate = config.schedule == "train_and_evaluate"
     if self.restored_from:
       logging.info("Resumed from %s at step %d (next learning rate %.4g)",
                    self.restored_from, start_step, self.next_learning_rate())
-    logging.info(
-        "Training to step %d on %d replica(s), %d x %d padded tokens per "
-        "replica per step.", config.train_steps,
-        self.strategy.num_replicas_in_sync,
-        self.hp.gradient_accumulation_steps, self.hp.batch_size)
+    if config.planning:
+      logging.info(
+          "Training for %g minutes on %d replica(s), %d x %d padded tokens "
+          "per replica per step; the steps are planned from the measured "
+          "rate.", config.train_minutes, self.strategy.num_replicas_in_sync,
+          self.hp.gradient_accumulation_steps, self.hp.batch_size)
+    else:
+      logging.info(
+          "Training to step %d on %d replica(s), %d x %d padded tokens per "
+          "replica per step.", config.train_steps,
+          self.strategy.num_replicas_in_sync,
+          self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
+    if evaluate and self.patience_exhausted():  # a resumed run that stopped
+      logging.info("Early stopping: no better dev %s in the last %d "
+                   "evaluations (best %.2f at step %d); not training further.",
+                   self.dev_metric.name, self.evaluations_since_best,
+                   self.best["value"], self.best["step"])
+      self.stopped_early = step
+      return metrics
     # The first step can take minutes (tracing, filling the shuffle buffer)
     # and the end tens of seconds: say what is happening meanwhile.
     logging.info("Building the input pipeline...")
@@ -442,18 +627,23 @@ class Trainer:
     if first_step_start:
       logging.info("Tracing the training step and filling the shuffle buffer "
                    "(the first step takes longest)...")
-    while step < config.train_steps:
+    meter = budget.StepRateMeter(
+        budget.measure_seconds(config.train_minutes * 60)) if (
+            config.planning) else None
+    while step < self.config.train_steps:
       try:
         out = self._train_step(iterator)
       except tf.errors.OutOfRangeError:  # a finite training set: next epoch
         iterator = iter(self.make_dataset("train", True))
         continue
       out = {k: float(v) for k, v in out.items()}
+      step = self.step
       if first_step_start:
         logging.info("First step done in %.1fs; training.",
                      time.time() - first_step_start)
         first_step_start = None
-      step = self.step
+        if meter:
+          meter.start(step)
       loss = out["loss"] / max(out["target_tokens"], 1.0)
       if not math.isfinite(loss) or not math.isfinite(out["nll"]):
         raise NonFiniteLossError(
@@ -463,16 +653,33 @@ class Trainer:
             "Lower learning_rate_scale, raise warmup_steps, or use "
             "mixed_precision bfloat16 rather than float16.")
       window.add(out)
-      if step % config.log_every_steps == 0 or step == config.train_steps:
+      if meter and step > meter.first_step and meter.step_done(step):
+        metrics = self._plan(step, clock_start, meter)
+        last_eval = step if metrics else last_eval
+        meter, config, window = None, self.config, _Window(step)
+        continue
+      if (step % config.log_every_steps == 0 or
+          step == config.train_steps) and not config.planning:
         self._log_progress(step, window)
         window = _Window(step)
       if evaluate and config.local_eval_frequency > 0 and (
           step % config.local_eval_frequency == 0):
         metrics, last_eval = self.evaluate(), step
+        if self.patience_exhausted():
+          logging.info(
+              "Early stopping at step %d: no better dev %s in %d "
+              "evaluations (best %.2f at step %d, kept in %s).", step,
+              self.dev_metric.name, self.evaluations_since_best,
+              self.best["value"], self.best["step"],
+              os.path.join(config.output_dir, best_lib.BEST_DIR))
+          self.stopped_early = step
+          break
+      # No checkpoint before a budget is planned: a budget too short then
+      # fails leaving none.
       save_due, stop_due = strategy_lib.any_workers(
           self.strategy,
-          time.time() - last_save >= config.save_checkpoints_secs,
-          stop.requested)
+          time.time() - last_save >= config.save_checkpoints_secs and
+          not config.planning, stop.requested)
       if save_due or stop_due:
         self.save()
         last_save = time.time()
@@ -483,6 +690,11 @@ class Trainer:
     if self._saved_step != step:
       logging.info("Saving the final checkpoint...")
       self.save()
+    if config.plan is not None and start_step < config.plan.planned_at_step:
+      minutes = (time.monotonic() - clock_start) / 60
+      (logging.info if minutes <= config.train_minutes else logging.warning)(
+          "Step %d (final checkpoint) after %.1f minutes of the "
+          "%g-minute budget.", step, minutes, config.train_minutes)
     if evaluate and last_eval != step:
       logging.info("Final evaluation on %s...", config.eval_split)
       metrics = self.evaluate()

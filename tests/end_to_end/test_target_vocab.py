@@ -63,7 +63,8 @@ def parsing_run(tmp_path_factory):
            f"--output_dir={output_dir}", "--hparams_set=transformer_tiny",
            f"--hparams={HPARAMS}", "--train_steps=10",
            "--save_checkpoints_secs=0", "--keep_checkpoint_max=3",
-           "--eval_steps=1", "--local_eval_frequency=0", "--random_seed=1")
+           "--eval_steps=1", "--local_eval_frequency=0", "--random_seed=1",
+           "--dev_metric=false")
   export_dir = root / "export"
   commands = {"t2t-avg-checkpoints": ["--n=2"],
               "t2t-exporter": [f"--export_dir={export_dir}",

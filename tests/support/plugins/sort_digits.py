@@ -52,3 +52,15 @@ class SortedDigits(DecodeConstraint):
                 (state["left"] > 0)[:, tf.newaxis])
     end = (tf.range(vocab_size) == EOS_ID)[tf.newaxis]
     return digit_ok | end & (state["left"] == 0)[:, tf.newaxis]
+
+
+@register_problem("plugin_sort_digits_scored")
+class PluginSortDigitsScored(PluginSortDigits):
+  """plugin_sort_digits with a dev metric of its own: the percent of
+  outputs holding the input's digits (sorted or not)."""
+  metric = "same_digits"
+
+  def score_outputs(self, outputs, pairs):
+    same = sum(sorted(out.split()) == sorted(source.split())
+               for out, (source, _) in zip(outputs, pairs))
+    return {"same_digits": 100.0 * same / max(len(pairs), 1)}

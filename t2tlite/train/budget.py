@@ -1,0 +1,169 @@
+"""--train_minutes: the run's steps planned from its measured step rate, so
+that the warm-up, the cool-down and the evaluations all fit in the budget.
+
+The planner times the first steps after the first one (which traces the
+step and fills the shuffle buffer), and the first evaluation; the total is
+then fixed once (recorded in run.json, so that a resume continues the same
+plan) and the learning-rate schedule's cool-down ends at it:
+
+    meter = StepRateMeter(clock=time.monotonic)
+    meter.start(step)                 # after the first step
+    ...
+    if meter.step_done(step):         # enough steps timed
+      total = plan_train_steps(budget_seconds, elapsed, step,
+                               meter.step_seconds(), warmup, cooldown,
+                               eval_every, eval_seconds)
+
+`plan_train_steps` is a pure function of its numbers; `StepRateMeter` takes
+its clock as an argument, so both are tested against a fake clock.
+"""
+import dataclasses
+import math
+import time
+
+# Steps timed before planning, and at least this share of the budget (the
+# rate of the first few steps is noisy), at most MAX_MEASURE_SECONDS.
+MEASURE_STEPS = 20
+MEASURE_SHARE = 0.05
+MAX_MEASURE_SECONDS = 30.0
+# A planned run may shorten the cool-down to fit, down to this share of it.
+MIN_COOLDOWN_SHARE = 0.25
+# Kept free at the end: the final checkpoint, and the rate's own noise.
+RESERVE_SHARE = 0.03
+RESERVE_SECONDS = 5.0
+
+
+class BudgetError(ValueError):
+  """The budget cannot hold the schedule (warm-up and cool-down)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """A fixed plan, as recorded in run.json's "plan"."""
+  train_minutes: float
+  train_steps: int
+  planned_at_step: int
+  planned_after_seconds: float
+  step_seconds: float
+  eval_seconds: float
+  cooldown_steps: int
+
+  def to_json(self):
+    return dataclasses.asdict(self)
+
+  @classmethod
+  def from_json(cls, record):
+    return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)})
+
+
+def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
+                     step_seconds, warmup_steps, cooldown_steps,
+                     eval_every=0, eval_seconds=0.0):
+  """The total steps that fit in the budget.
+
+  Args:
+    budget_seconds: the whole budget (--train_minutes * 60).
+    elapsed_seconds: spent so far (start-up, the timed steps, the timed
+      evaluation).
+    steps_done: optimizer steps done so far.
+    step_seconds: measured seconds per step.
+    warmup_steps, cooldown_steps: the schedule's. The total must hold the
+      warm-up and at least MIN_COOLDOWN_SHARE of the cool-down after it
+      (`cooldown_steps_for` shortens the cool-down to what is left).
+    eval_every: evaluations every this many steps (and one at the end);
+      0 = none.
+    eval_seconds: measured seconds of one evaluation.
+  Returns:
+    The total number of steps.
+  Raises:
+    BudgetError: one line, with the budget that would hold the schedule.
+  """
+  if step_seconds <= 0:
+    raise ValueError(f"step_seconds must be positive, got {step_seconds}")
+  reserve = RESERVE_SHARE * budget_seconds + RESERVE_SECONDS
+  # The final evaluation, then one every eval_every steps.
+  evals_seconds = eval_seconds if eval_every > 0 else 0.0
+  per_step = step_seconds + (eval_seconds / eval_every if eval_every > 0
+                             else 0.0)
+  left = budget_seconds - elapsed_seconds - reserve - evals_seconds
+  total = steps_done + max(0, math.floor(left / per_step))
+  needed = warmup_steps + math.ceil(MIN_COOLDOWN_SHARE * cooldown_steps)
+  if total < needed:
+    # Budget for `needed` steps at the same rates (same overheads).
+    seconds = (elapsed_seconds + evals_seconds + RESERVE_SECONDS +
+               (needed - steps_done) * per_step) / (1 - RESERVE_SHARE)
+    raise BudgetError(
+        f"--train_minutes={budget_seconds / 60:g} is too short for the "
+        f"schedule: at the measured {1 / step_seconds:.2f} steps/s "
+        f"({eval_seconds:.0f}s an evaluation) it holds {total} steps, fewer "
+        f"than warm-up {warmup_steps} + {needed - warmup_steps} of the "
+        f"{cooldown_steps} cool-down steps; give at "
+        f"least --train_minutes={math.ceil(seconds / 60)}, or lower "
+        "warmup_steps and learning_rate_cooldown_steps.")
+  return total
+
+
+def cooldown_steps_for(train_steps, warmup_steps, cooldown_steps):
+  """The cool-down of a planned run: the schedule's, or what is left after
+  the warm-up when the budget holds fewer steps (a slower machine)."""
+  return max(0, min(cooldown_steps, train_steps - warmup_steps))
+
+
+def check_budget(train_minutes):
+  """Raises BudgetError when `train_minutes` cannot even hold the timed
+  first steps and the reserve at the end (before anything runs; a budget
+  that the measured rate shows too short fails in `plan_train_steps`)."""
+  seconds = train_minutes * 60
+  least = (measure_seconds(seconds) + RESERVE_SECONDS +
+           RESERVE_SHARE * seconds)
+  if seconds <= least:
+    raise BudgetError(
+        f"--train_minutes={train_minutes:g} is too short: the step rate "
+        f"alone is measured for {measure_seconds(seconds):.1f}s and "
+        f"{RESERVE_SECONDS + RESERVE_SHARE * seconds:.1f}s are kept for the "
+        "final checkpoint; give at least --train_minutes=0.5.")
+
+
+def measure_seconds(budget_seconds):
+  """How long the step rate is measured: MEASURE_SHARE of the budget, at
+  most MAX_MEASURE_SECONDS (and at least MEASURE_STEPS steps)."""
+  return min(MEASURE_SHARE * budget_seconds, MAX_MEASURE_SECONDS)
+
+
+class StepRateMeter:
+  """Times steps from `start` until MEASURE_STEPS steps and
+  `min_seconds` have passed.
+
+  Args:
+    min_seconds: the shortest measurement.
+    clock: a callable returning seconds (time.monotonic; tests pass a fake).
+  """
+
+  def __init__(self, min_seconds=0.0, clock=time.monotonic,
+               steps=MEASURE_STEPS):
+    self.min_seconds, self.clock, self.steps = min_seconds, clock, steps
+    self._start = None
+
+  def start(self, step):
+    """Starts timing after optimizer step `step`."""
+    self._start = (step, self.clock())
+    self._last = self._start
+
+  @property
+  def first_step(self):
+    """The step timing started after."""
+    return self._start[0]
+
+  def step_done(self, step):
+    """Records that step `step` is done; True once enough is measured."""
+    self._last = (step, self.clock())
+    steps, seconds = self._measured()
+    return steps >= self.steps and seconds >= self.min_seconds
+
+  def _measured(self):
+    return (self._last[0] - self._start[0], self._last[1] - self._start[1])
+
+  def step_seconds(self):
+    """Mean seconds per step over the measurement."""
+    steps, seconds = self._measured()
+    return seconds / max(steps, 1)

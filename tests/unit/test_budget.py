@@ -1,0 +1,82 @@
+"""The --train_minutes step planner, against a fake clock."""
+import pytest
+
+from t2tlite.train import budget
+
+
+class FakeClock:
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+def test_meter_waits_for_enough_steps_and_seconds():
+  clock = FakeClock()
+  meter = budget.StepRateMeter(min_seconds=10.0, clock=clock, steps=20)
+  meter.start(1)
+  done = []
+  for step in range(2, 60):
+    clock.now += 0.25  # 4 steps/s
+    done.append(meter.step_done(step))
+  # 20 steps take 5 s: the 10 s minimum decides (40 steps after step 1).
+  assert done.index(True) == 41 - 2
+  assert meter.step_seconds() == pytest.approx(0.25)
+
+
+def test_plan_fills_the_budget_with_steps_and_evaluations():
+  # 10 minutes; 30 s spent; 0.1 s a step; 6 s an evaluation every 100 steps.
+  total = budget.plan_train_steps(
+      600, elapsed_seconds=30, steps_done=50, step_seconds=0.1,
+      warmup_steps=100, cooldown_steps=200, eval_every=100, eval_seconds=6)
+  reserve = budget.RESERVE_SHARE * 600 + budget.RESERVE_SECONDS
+  left = 600 - 30 - reserve - 6  # the final evaluation
+  assert total == 50 + int(left / (0.1 + 6 / 100))
+  # Played out on the fake clock, the run ends inside the budget.
+  clock = 30 + (total - 50) * 0.1 + (total // 100) * 6 + 6
+  assert clock <= 600 - budget.RESERVE_SECONDS
+
+
+def test_plan_without_evaluations():
+  total = budget.plan_train_steps(120, 10, 20, 0.02, 400, 1000)
+  left = 120 - 10 - budget.RESERVE_SHARE * 120 - budget.RESERVE_SECONDS
+  assert total == 20 + int(left / 0.02)
+
+
+def test_budget_too_short_for_the_schedule_names_the_budget_needed():
+  with pytest.raises(budget.BudgetError) as error:
+    budget.plan_train_steps(60, 10, 20, 0.1, warmup_steps=400,
+                            cooldown_steps=1000)
+  message = str(error.value)
+  assert "\n" not in message
+  assert message.startswith("--train_minutes=1 is too short for the "
+                            "schedule: at the measured 10.00 steps/s")
+  needed = int(message.split("at least --train_minutes=")[1].split(",")[0])
+  assert "fewer than warm-up 400 + 250 of the 1000 cool-down steps" in message
+  # The budget it names holds the warm-up and the shortest cool-down.
+  assert budget.plan_train_steps(needed * 60, 10, 20, 0.1, 400, 1000) >= 650
+
+
+def test_cool_down_shortened_to_what_the_budget_holds():
+  assert budget.cooldown_steps_for(5000, 800, 2000) == 2000
+  assert budget.cooldown_steps_for(1500, 800, 2000) == 700
+  # A plan that holds 1500 steps: 400 of warm-up and 1100 of cool-down.
+  total = budget.plan_train_steps(
+      160, 0, 0, 0.1, warmup_steps=400, cooldown_steps=2000)
+  assert total == int((160 - budget.RESERVE_SHARE * 160 -
+                       budget.RESERVE_SECONDS) / 0.1)
+  assert budget.cooldown_steps_for(total, 400, 2000) == total - 400
+
+
+def test_a_budget_shorter_than_the_measurement_fails_before_running():
+  with pytest.raises(budget.BudgetError, match="too short"):
+    budget.check_budget(0.05)
+  budget.check_budget(0.5)
+
+
+def test_plan_round_trips_through_json():
+  plan = budget.Plan(train_minutes=2, train_steps=3000, planned_at_step=40,
+                     planned_after_seconds=9.5, step_seconds=0.03,
+                     eval_seconds=2.0, cooldown_steps=1000)
+  assert budget.Plan.from_json(plan.to_json()) == plan

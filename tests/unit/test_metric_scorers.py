@@ -1,0 +1,61 @@
+"""The dev metric's scorers give what t2t-bleu and t2t-parse-eval give, and a
+plugin problem's own metric is used."""
+import pytest
+
+from corpora import shared_corpus
+from t2tlite import registry
+from t2tlite.data import trees
+from t2tlite.evaluate import bleu, parsing_f1
+from t2tlite.problem import get_problem
+from t2tlite.train import dev_metric
+
+PLUGINS = "tests/support/plugins"
+
+
+def test_bleu_is_t2t_bleus_figures():
+  pairs = [("a", "Die Katze sieht den Hund ."), ("b", "Ein rotes Haus .")]
+  outputs = ["Die Katze sieht einen Hund .", "ein rotes Haus ."]
+  scores = dev_metric.score_outputs(get_problem("translate_ende_wmt"),
+                                    outputs, pairs)
+  report = bleu.corpus_bleu(outputs, [t for _, t in pairs])
+  assert scores == {"bleu": report.cased.score,
+                    "bleu_uncased": report.uncased.score,
+                    "bleu_tokenized": report.tokenized_cased.score,
+                    "bleu_tokenized_uncased": report.tokenized_uncased.score}
+  assert 0 < scores["bleu"] < scores["bleu_uncased"]
+
+
+def test_bracket_f1_of_dev_targets_is_t2t_parse_evals_of_the_mrg():
+  path = shared_corpus("wsj_sample") / "wsj_0001.mrg"
+  gold = parsing_f1.read_reference_trees([str(path)])
+  pairs = []
+  for tree in gold:
+    words, target = trees.linearize(tree)
+    pairs.append((" ".join(words), target))
+  # The first output loses its outermost NP bracket pair: F1 below 100.
+  first = pairs[0][1].split()
+  damaged = " ".join(first[:1] + first[2:first.index(")NP", 3)] +
+                     first[first.index(")NP", 3) + 1:])
+  outputs = [damaged] + [target for _, target in pairs[1:]]
+  scores = dev_metric.score_outputs(get_problem("parsing_wsj"), outputs,
+                                    pairs)
+  expected = parsing_f1.evaluate(outputs, gold)
+  assert scores["bracket_f1"] == pytest.approx(100 * expected.f1)
+  assert 0 < scores["bracket_f1"] < 100
+
+
+def test_exact_match():
+  scores = dev_metric.score_outputs(
+      get_problem("algorithmic_reverse"), ["3 2 1", "5 4", "9"],
+      [("1 2 3", "3 2 1"), ("4 5", "5 4"), ("8", "8")])
+  assert scores == {"exact_match": pytest.approx(200 / 3)}
+
+
+def test_a_plugin_problem_scores_its_own_metric():
+  registry.import_usr_dir(PLUGINS)
+  problem = get_problem("plugin_sort_digits_scored")
+  scores = dev_metric.score_outputs(problem, ["1 2 3", "4"],
+                                    [("3 1 2", "1 2 3"), ("5", "5")])
+  assert scores == {"same_digits": 50.0}
+  with pytest.raises(dev_metric.MetricError, match="declares no dev metric"):
+    dev_metric.check_metric(get_problem("plugin_sort_digits"))
