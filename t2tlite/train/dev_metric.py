@@ -18,6 +18,7 @@ import time
 from absl import logging
 
 from t2tlite import problem as problem_lib
+from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.data import trees
 from t2tlite.data.vocab import Vocabulary
@@ -131,7 +132,7 @@ class DevMetric:
       raise MetricError(f"the dev metric needs the {split} text, but "
                         f"{problem.text_files(data_dir, split)[0]} is empty")
     self.pairs = pairs[:samples] if samples > 0 else pairs
-    self.hp = decoding.DecodeHParams.for_problem(problem.name, decode_hparams)
+    self.hp = problem_decoding.decode_hparams(problem.name, decode_hparams)
 
   @property
   def name(self):
@@ -144,8 +145,8 @@ class DevMetric:
         self.output_dir, checkpoint_path, dtype=self.dtype)
     vocab = Vocabulary.from_file(info.vocab_file)
     target_vocab = Vocabulary.from_file(info.target_vocab_file)
-    constraint = decoding.problem_constraint(info.problem, vocab,
-                                             target_vocab, self.hp)
+    constraint = problem_decoding.decode_constraint(info.problem, vocab,
+                                                   target_vocab, self.hp)
     decoder = decoding.Decoder(model, vocab, self.hp, target_vocab,
                                constraint)
     outputs, _ = decoder.decode_lines([source for source, _ in self.pairs],

@@ -10,6 +10,7 @@ The ranks, lowest first; packages on one rank are independent of each other:
   1  data      t2tlite.data (vocabularies, records, datagen, trees)
      layers    t2tlite.layers (Keras layers of the Transformer)
   2  models    t2tlite.models (the Transformer and its config)
+     evaluate  t2tlite.evaluate (BLEU and bracket F1 of texts)
   3  decode    t2tlite.decode (searches, constraints, batched decoding)
   4  problems  t2tlite.problem (the base class) and t2tlite.problems
                (the registered ones, from problems/; parsing's decoding
@@ -17,7 +18,7 @@ The ranks, lowest first; packages on one rank are independent of each other:
   5  run_dir   t2tlite.run_dir (a training folder and its model)
      problem_decoding  t2tlite.problem_decoding (a problem's decode
                defaults and constraint, by name)
-  6  evaluate, train, export
+  6  train, export
   7  serve, report (t2t-serve's app and t2t-report's page, over runs and
                exports)
   8  bin       the commands (the only readers of absl flags), and the
@@ -47,12 +48,12 @@ RANKS = [
               "t2tlite.hparams_lib", "t2tlite.onednn", "t2tlite.precision")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
-    {"models": ("t2tlite.models",)},
+    {"models": ("t2tlite.models",), "evaluate": ("t2tlite.evaluate",)},
     {"decode": ("t2tlite.decode",)},
     {"problems": ("t2tlite.problem", "t2tlite.problems")},
     {"run_dir": ("t2tlite.run_dir",),
      "problem_decoding": ("t2tlite.problem_decoding",)},
-    {"evaluate": ("t2tlite.evaluate",), "train": ("t2tlite.train",),
+    {"train": ("t2tlite.train",),
      "export": ("t2tlite.export",)},
     {"serve": ("t2tlite.serve",), "report": ("t2tlite.report",)},
     {"bin": ("t2tlite.bin",), "package": ("t2tlite",)},
