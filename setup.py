@@ -35,9 +35,10 @@ setuptools.setup(
     ],
     extras_require={
         # playwright drives the system's chromium in the page tests (its
-        # own browser download is never used).
+        # own browser download is never used); ctranslate2 loads the
+        # CTranslate2 export in its tests.
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5",
-                 "playwright>=1.40"],
+                 "playwright>=1.40", "ctranslate2==4.8.5"],
         # t2t-query's gRPC client; pinned to TensorFlow's minor version.
         # t2t-serve: Flask's app served by waitress (a threaded WSGI server).
         "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3",

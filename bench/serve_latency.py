@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 
+import t2tlite  # noqa: F401,E402  (oneDNN set before TensorFlow loads)
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the sentencepiece ops)
 

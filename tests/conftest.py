@@ -27,7 +27,8 @@ from corpora import MULTI30K_TRAIN_LINES, read_lines, shared_corpus, write_lines
 # these go first, and pytest.ini turns off pytest-xdist's own reordering
 # (files with the most tests first, which put these single-test files last).
 LONG_FILES = ("test_parsing_real_data.py", "test_quickstart.py",
-              "test_faults.py", "test_real_data.py")
+              "test_faults.py", "test_real_data.py", "test_web.py",
+              "test_training_quality.py")
 
 
 def pytest_collection_modifyitems(config, items):
