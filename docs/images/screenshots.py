@@ -10,18 +10,18 @@ stopped at the end (SIGTERM).
 """
 import argparse
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 from PIL import Image
 from playwright.sync_api import sync_playwright
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# bench/serve_latency.py starts t2t-serve and waits until it listens.
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "bench"))
+import serve_latency  # noqa: E402
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
@@ -29,26 +29,6 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
 
 def _command(name):
   return os.path.join(os.path.dirname(sys.executable), name)
-
-
-def _serve(model):
-  with socket.socket() as s:
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-  log_path = os.path.join(tempfile.mkdtemp(), "serve.log")
-  log = open(log_path, "w")
-  proc = subprocess.Popen([_command("t2t-serve"), f"--model={model}",
-                           f"--port={port}"], stdout=log,
-                          stderr=subprocess.STDOUT)
-  deadline = time.time() + 300
-  while time.time() < deadline and proc.poll() is None:
-    with open(log_path) as f:
-      match = re.search(r"on (http://\S+/)", f.read())
-    if match:
-      return proc, match.group(1)
-    time.sleep(0.2)
-  proc.kill()
-  raise RuntimeError(f"t2t-serve did not start; see {log_path}")
 
 
 def _save_small(page, name):
@@ -67,7 +47,8 @@ def main():
   args = parser.parse_args()
   subprocess.run([_command("t2t-report"), f"--output_dir={args.run}"],
                  check=True, timeout=300)
-  proc, url = _serve(args.model)
+  log_path = os.path.join(tempfile.mkdtemp(), "serve.log")
+  proc, url = serve_latency.start_server(args.model, log_path)
   try:
     with sync_playwright() as playwright:
       browser = playwright.chromium.launch(executable_path=args.chromium,

@@ -359,9 +359,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   if search_weights is None:
     search_weights = model.search_weights(int8=int8)
 
-  def search(rows):
-    if sampler is not None:
-      return sample(rows)
+  def prepared(rows):
+    """(step function, cache, decode length, per-row limits) for `rows`."""
     length, limits = decode_lengths(model, rows, extra_length)
     decode_step, cache = model.prepare_decoding(
         rows, length if static_shapes else None, int8=int8,
@@ -370,6 +369,12 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
                                           limits)
+    return step, cache, length, limits
+
+  def search(rows):
+    if sampler is not None:
+      return sample(rows)
+    step, cache, length, limits = prepared(rows)
     if beam_size == 1:
       outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
       if return_beams:
@@ -382,14 +387,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
 
   def sample(inputs):
     rows, keys = sampler.expand(inputs)
-    length, limits = decode_lengths(model, rows, extra_length)
-    decode_step, cache = model.prepare_decoding(
-        rows, length if static_shapes else None, int8=int8,
-        search_weights=search_weights)
-    step = _without_padding(decode_step)
-    if constraint is not None:
-      step, cache = constraints.constrain(step, cache, constraint, rows,
-                                          limits)
+    step, cache, length, limits = prepared(rows)
     outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
                                     pick=sampler.pick_for(keys))
     if sampler.num_samples > 1:
