@@ -29,7 +29,7 @@ import t2tlite  # noqa: F401,E402  (oneDNN set before TensorFlow loads)
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the sentencepiece ops)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Run as a script, so bench/ comes first on the import path: its modules import by name.
 from export_latency import MULTI30K_VAL, machine  # noqa: E402
 
 from t2tlite.decode import decoding  # noqa: E402

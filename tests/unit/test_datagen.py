@@ -178,7 +178,8 @@ def test_plugin_registers_problem_and_hparams(monkeypatch):
   monkeypatch.setattr(registry, "_loaded_usr_dirs", set())
   try:
     registry.import_usr_dir(str(PLUGINS))
-    assert registry.problems.names() == ["plugin_sort_digits"]
+    assert registry.problems.names() == ["plugin_sort_digits",
+                                         "plugin_sort_digits_scored"]
     hp = create_hparams("plugin_tiny", "batch_size=512")
     assert (hp.num_layers, hp.max_length, hp.batch_size) == (1, 32, 512)
     reverse = problem_lib.get_problem("plugin_sort_digits_rev")
