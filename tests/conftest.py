@@ -19,7 +19,7 @@ import t2tlite  # noqa: F401
 if os.environ.get("PYTEST_XDIST_WORKER"):
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
-from corpora import MULTI30K_TRAIN_LINES, read_lines, shared_corpus, write_lines
+from corpora import multi30k_raw_folder
 
 # Files that take minutes (real-data training, the quick start, worker
 # faults), longest first. Workers take whole files (pytest.ini), and a file
@@ -60,15 +60,8 @@ def multi30k_raw(tmp_path_factory):
   """A raw folder laid out for --raw_data_dir: the first 3000 EN/DE training
   pairs of Multi30k (plain text) and its full val and test2016 sets (gzipped,
   under their original names)."""
-  source = shared_corpus("multi30k/raw")
-  folder = tmp_path_factory.mktemp("multi30k_raw")
-  for lang in ("en", "de"):
-    write_lines(folder / f"train.{lang}",
-                read_lines(source / f"train.{lang}.gz", MULTI30K_TRAIN_LINES))
-    for name in ("val", "test_2016_flickr"):
-      (folder / f"{name}.{lang}.gz").write_bytes(
-          (source / f"{name}.{lang}.gz").read_bytes())
-  return folder
+  return multi30k_raw_folder(tmp_path_factory.mktemp("multi30k_raw"),
+                             ("en", "de"))
 
 
 @pytest.fixture(scope="session")

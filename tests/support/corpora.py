@@ -31,3 +31,20 @@ def read_lines(path, limit=None):
   opener = gzip.open if str(path).endswith(".gz") else open
   with opener(path, "rt", encoding="utf-8") as f:
     return [line.rstrip("\n") for line in itertools.islice(f, limit)]
+
+
+def multi30k_raw_folder(folder, languages):
+  """Lays out `folder` for --raw_data_dir: the first MULTI30K_TRAIN_LINES
+  Multi30k training lines of each language (plain text) and its full val
+  and test2016 sets (gzipped, under their original names); returns it.
+  Skips the test when the corpus is absent."""
+  source = shared_corpus("multi30k/raw")
+  folder = pathlib.Path(folder)
+  folder.mkdir(parents=True, exist_ok=True)
+  for lang in languages:
+    write_lines(folder / f"train.{lang}",
+                read_lines(source / f"train.{lang}.gz", MULTI30K_TRAIN_LINES))
+    for name in ("val", "test_2016_flickr"):
+      (folder / f"{name}.{lang}.gz").write_bytes(
+          (source / f"{name}.{lang}.gz").read_bytes())
+  return folder

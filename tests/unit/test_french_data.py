@@ -8,23 +8,15 @@ for every language pair: the EN->DE test runs them on real data."""
 import tensorflow as tf
 
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
-from corpora import (MULTI30K_TRAIN_LINES, read_lines, shared_corpus,
-                     write_lines)
+from corpora import (MULTI30K_TRAIN_LINES, multi30k_raw_folder, read_lines,
+                     shared_corpus)
 from t2tlite import problem as problem_lib
 from t2tlite.data import records
 from t2tlite.evaluate import moses_bleu
 
 
 def test_enfr_datagen_pairs_the_french_files(tmp_path):
-  source = shared_corpus("multi30k/raw")
-  raw = tmp_path / "raw"
-  raw.mkdir()
-  for lang in ("en", "fr"):
-    write_lines(raw / f"train.{lang}",
-                read_lines(source / f"train.{lang}.gz", MULTI30K_TRAIN_LINES))
-    for name in ("val", "test_2016_flickr"):
-      (raw / f"{name}.{lang}.gz").write_bytes(
-          (source / f"{name}.{lang}.gz").read_bytes())
+  raw = multi30k_raw_folder(tmp_path / "raw", ("en", "fr"))
   problem = problem_lib.get_problem("translate_enfr_wmt")
   data_dir = tmp_path / "data"
   summary = problem.generate_data(str(data_dir), raw_data_dir=str(raw),
