@@ -281,10 +281,9 @@ class EosDisabled:
     return self.model.search_weights(int8, keep_variables,
                                      int8_weights_first)
 
-  def prepare_decoding(self, inputs, max_decode_length, int8=False,
-                       search_weights=None):
+  def prepare_decoding(self, inputs, max_decode_length, search_weights=None):
     decode_step, cache = self.model.prepare_decoding(
-        inputs, max_decode_length, int8, search_weights)
+        inputs, max_decode_length, search_weights)
 
     def eos_disabled_step(ids, step, cache):
       logits, cache = decode_step(ids, step, cache)

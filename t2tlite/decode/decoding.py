@@ -21,6 +21,7 @@ from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.ids import EOS_ID, PAD_ID
 from t2tlite.layers import int8 as int8_layer
+from t2tlite.layers.search_weights import SearchWeights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -305,12 +306,20 @@ def fixed_search_weights(model, int8=False, weights_first=False):
     int8: the int8 search's weights (see DecodeHParams).
     weights_first: their layout (`precision.int8_support`).
   Returns:
-    {key: tf.Variable, tensor, or a dict of tensors (an int8 kernel)}, as
+    a `SearchWeights` (a list of them for an `Ensemble`), as
     `decode_ids`'s search_weights.
   """
   with tf.init_scope():
     return model.search_weights(int8=int8, keep_variables=True,
                                 int8_weights_first=weights_first)
+
+
+def weights_are_int8(search_weights):
+  """Whether `search_weights` (a model's `SearchWeights`, or an ensemble's
+  list of them) are an int8 search's."""
+  if isinstance(search_weights, SearchWeights):
+    return search_weights.int8
+  return all(weights.int8 for weights in search_weights)
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
@@ -343,8 +352,8 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       those of one search over the whole batch (see DecodeHParams for
       int8).
     search_weights: None (made in the graph, at every call), or
-      `fixed_search_weights(model, int8)` of the same int8 setting, made
-      once.
+      `fixed_search_weights(model, int8)`, made once: int8 ones for an
+      int8 search (else ValueError).
     sampler: None (search), or a `sampling.Sampler`: outputs are sampled
       (beam_size, alpha and return_beams unused); with num_samples > 1
       they get a sample axis, as beams do.
@@ -358,12 +367,16 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
     search_weights = model.search_weights(int8=int8)
+  elif weights_are_int8(search_weights) != int8:
+    raise ValueError(f"decode_ids(int8={int8}) was given the search weights "
+                     f"of an int8={not int8} search: make them with "
+                     f"fixed_search_weights(model, int8={int8})")
 
   def prepared(rows):
     """(step function, cache, decode length, per-row limits) for `rows`."""
     length, limits = decode_lengths(model, rows, extra_length)
     decode_step, cache = model.prepare_decoding(
-        rows, length if static_shapes else None, int8=int8,
+        rows, length if static_shapes else None,
         search_weights=search_weights)
     step = _without_padding(decode_step)
     if constraint is not None:

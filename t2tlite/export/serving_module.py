@@ -53,6 +53,7 @@ from t2tlite import precision
 from t2tlite import run_dir
 from t2tlite.decode import decoding, sampling, scoring
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
+from t2tlite.layers.search_weights import SearchWeights
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
@@ -195,6 +196,11 @@ def score_text(model, vocab, target_vocab, max_input_length, inputs,
                            target)
 
 
+def _variable(tensor):
+  """A variable holding `tensor`, saved with an export and never trained."""
+  return tf.Variable(tensor, trainable=False)
+
+
 class ServingModule(tf.Module):
   """Model weights + vocabulary + the two serving functions.
 
@@ -206,8 +212,8 @@ class ServingModule(tf.Module):
   restore: "Could not find variable ...".) The search's weights that are
   not model variables (the output projection's decoding layout, int8
   kernels, casts: `decoding.fixed_search_weights`) are made once, here, and
-  saved as variables in `search_weights`, so that a served request does not
-  make them again.
+  saved as variables in `search_weights` ({`SearchWeights` field: {variable
+  path: tf.Variable}}), so that a served request does not make them again.
 
   Args:
     model: a trained Transformer.
@@ -240,12 +246,16 @@ class ServingModule(tf.Module):
     weights_first = hp.int8 and precision.int8_support(
         precision.describe_device()).weights_first
     fixed = decoding.fixed_search_weights(model, hp.int8, weights_first)
-    self.search_weights = {
-        key: tf.nest.map_structure(
-            lambda t: tf.Variable(t, trainable=False), value)
-        for key, value in fixed.items()
-        if not isinstance(value, tf.Variable)}
-    weights = {**fixed, **self.search_weights}
+    # The weights that are no model variable, as variables: {field of
+    # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},
+    # plain dicts so that the SavedModel tracks them.
+    made = {field: {path: tf.nest.map_structure(_variable, weight)
+                    for path, weight in field_weights.items()
+                    if not isinstance(weight, tf.Variable)}
+            for field, field_weights in fixed._asdict().items()}
+    weights = SearchWeights(**{field: {**getattr(fixed, field), **made[field]}
+                               for field in SearchWeights._fields})
+    self.search_weights = made
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,

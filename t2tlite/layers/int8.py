@@ -40,12 +40,6 @@ ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
 
 
-def int8_key(variable_path):
-  """Where `quantize_kernel`'s result for a kernel is kept in a search's
-  weights."""
-  return variable_path + ":int8"
-
-
 def quantize_kernel(kernel, weights_first=False, transposed=False):
   """Quantizes a [d_in, d_out] kernel per output column.
 

@@ -89,7 +89,8 @@ def test_quantized_product_keeps_the_input_dtype():
 
 
 def _first_step(model, int8_search):
-  decode_step, cache = model.prepare_decoding(INPUTS, None, int8=int8_search)
+  decode_step, cache = model.prepare_decoding(
+      INPUTS, None, search_weights=model.search_weights(int8=int8_search))
   step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
   ids = tf.zeros([INPUTS.shape[0]], tf.int32)
   return step, step(ids, cache)[0].numpy(), (ids, cache)
