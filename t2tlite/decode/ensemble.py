@@ -17,7 +17,7 @@ import tensorflow as tf
 
 
 class Ensemble:
-  """Models with the interface `decoding.decode_ids` searches with
+  """Models with the interface `search.decode_ids` searches with
   (`config`, `search_weights`, `prepare_decoding`).
 
   Args:

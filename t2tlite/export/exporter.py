@@ -29,8 +29,8 @@ from t2tlite import precision as precision_lib
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding
-from t2tlite.decode.decoding import DecodeHParams
+from t2tlite.decode import machine
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export.serving_module import ServingModule
 
 EXPORT_SUBDIR = "export"
@@ -151,7 +151,7 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
       dtype=precision_lib.KERAS_POLICY[precision])
   hp = _decode_hparams(decode_hparams, info.problem)
   # The graph is fixed here: record the searches it runs, not "auto".
-  hp = dataclasses.replace(hp, concurrent_searches=decoding.searches_for(hp))
+  hp = dataclasses.replace(hp, concurrent_searches=machine.searches_for(hp))
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))

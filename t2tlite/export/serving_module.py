@@ -40,7 +40,7 @@ Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
 
 An int8 export (decode hparam int8) checks at each request that the int8
-kernel computes where it is served (`decoding.int8_or_float`: it needs
+kernel computes where it is served (`search.int8_or_float`: it needs
 TensorFlow's oneDNN path, TF_ENABLE_ONEDNN_OPTS=1 in the server's
 environment on CPUs where TensorFlow leaves it off); where it does not, the
 request runs the float32 search instead (the same outputs as a float32
@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from t2tlite import precision
 from t2tlite import run_dir
-from t2tlite.decode import decoding, sampling, scoring
+from t2tlite.decode import decoding, machine, sampling, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -126,7 +126,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
     postprocess: None, or callable(outputs tf.string [n], inputs tf.string
       [n]) -> tf.string [n] applied to the decoded text (every beam).
     search_weights: None, or the search's weights made once
-      (`decoding.fixed_search_weights`).
+      (`search.fixed_search_weights`).
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
@@ -158,20 +158,20 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
     (others as in `translate_text`; vocab_size: the input vocabulary's,
     ids at or above it are UNK)
     constraint: None, or a DecodeConstraint the outputs obey.
-    search_weights: None, or `decoding.fixed_search_weights`'s.
+    search_weights: None, or `search.fixed_search_weights`'s.
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = decoding.int8_or_float(hp, search_weights, lambda hp, weights: (
-      decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
-                          hp.extra_length, hp.return_beams,
-                          constraint=constraint, int8=hp.int8,
-                          concurrent_searches=decoding.searches_for(hp),
-                          search_weights=weights,
-                          sampler=sampling.Sampler.from_hparams(hp))))
+  result = search.int8_or_float(hp, search_weights, lambda hp, weights: (
+      search.decode_ids(model, ids, hp.beam_size, hp.alpha,
+                        hp.extra_length, hp.return_beams,
+                        constraint=constraint, int8=hp.int8,
+                        concurrent_searches=machine.searches_for(hp),
+                        search_weights=weights,
+                        sampler=sampling.Sampler.from_hparams(hp))))
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -211,7 +211,7 @@ class ServingModule(tf.Module):
   each, which TF1-style loaders such as TF Serving and saved_model_cli never
   restore: "Could not find variable ...".) The search's weights that are
   not model variables (the output projection's decoding layout, int8
-  kernels, casts: `decoding.fixed_search_weights`) are made once, here, and
+  kernels, casts: `search.fixed_search_weights`) are made once, here, and
   saved as variables in `search_weights` ({`SearchWeights` field: {variable
   path: tf.Variable}}), so that a served request does not make them again.
 
@@ -220,7 +220,7 @@ class ServingModule(tf.Module):
     vocab: its (input) `t2tlite.data.vocab.Vocabulary` (a tf.Module holding
       the tensorflow-text SentencepieceTokenizer, whose sentencepiece model
       bytes are saved in the graph).
-    hp: `decoding.DecodeHParams`, fixed in the graph (batch_size is unused:
+    hp: `settings.DecodeHParams`, fixed in the graph (batch_size is unused:
       clients batch).
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
@@ -245,7 +245,7 @@ class ServingModule(tf.Module):
     length = self.max_input_length
     weights_first = hp.int8 and precision.int8_support(
         precision.describe_device()).weights_first
-    fixed = decoding.fixed_search_weights(model, hp.int8, weights_first)
+    fixed = search.fixed_search_weights(model, hp.int8, weights_first)
     # The weights that are no model variable, as variables: {field of
     # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},
     # plain dicts so that the SavedModel tracks them.

@@ -4,7 +4,7 @@ TensorFlow's CPU builds reach that kernel (VNNI where the CPU has it, AVX2's
 u8 x s8 multiply-add otherwise) through `QuantizedMatMulWithBiasAndDequantize`.
 A search with `int8=True` (`Transformer.search_weights`) quantizes, once per
 search (or once for all searches of a decoder or an export:
-`decoding.fixed_search_weights`), every 2-D kernel of the decoder layers and
+`search.fixed_search_weights`), every 2-D kernel of the decoder layers and
 the output projection:
 
 - weights per output column, scaled to [-1, 1] and rounded to int8;

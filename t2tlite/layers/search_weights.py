@@ -14,7 +14,7 @@ class SearchWeights(typing.NamedTuple):
 
   values: every model weight in the layer's compute dtype: a tensor (a
     read, or a cast under mixed precision), or the tf.Variable itself where
-    it is kept (weights made once, `decoding.fixed_search_weights`).
+    it is kept (weights made once, `search.fixed_search_weights`).
   decoding_kernels: float32 searches: each [d_in, d_out] decoder kernel
     laid out [1, d_out, d_in] (`linear.decoding_kernels`).
   int8_kernels: int8 searches: each [d_in, d_out] decoder kernel quantized

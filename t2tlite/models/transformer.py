@@ -277,7 +277,7 @@ class Transformer(keras.Model):
 
     keep_variables: a weight already in the compute dtype stays the
     tf.Variable itself rather than a read of it (for weights made once and
-    kept: `decoding.fixed_search_weights`)."""
+    kept: `search.fixed_search_weights`)."""
     dtype = self.compute_dtype
 
     def read(variable):

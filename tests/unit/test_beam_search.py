@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.decode.beam_search import beam_search, greedy_search
-from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.search import decode_ids
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 from t2tlite.models import transformer as transformer_module

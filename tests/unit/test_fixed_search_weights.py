@@ -1,4 +1,4 @@
-"""A search's weights made once (`decoding.fixed_search_weights`): the
+"""A search's weights made once (`search.fixed_search_weights`): the
 outputs of weights made at every call, the model's variables not copied, and
 nothing of the weights made again in the traced search."""
 import keras
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.decoding import decode_ids, fixed_search_weights
+from t2tlite.decode.search import decode_ids, fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 

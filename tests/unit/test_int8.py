@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite import precision
-from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.search import decode_ids
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
 
 from int8_kernel import needs_int8
