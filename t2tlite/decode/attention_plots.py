@@ -59,7 +59,7 @@ def attention_maps(model, vocab, source, target=None, hp=None,
   target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
   if target is None:
-    hp, _ = machine.int8_here(hp or DecodeHParams())
+    hp, _ = machine.settle(hp or DecodeHParams())
     out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                             hp.extra_length, constraint=constraint,
                             int8=hp.int8)

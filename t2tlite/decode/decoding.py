@@ -12,7 +12,7 @@ of lines.
 from absl import logging
 import tensorflow as tf
 
-from t2tlite.decode import machine, sampling, search
+from t2tlite.decode import machine, search
 from t2tlite.ids import EOS_ID
 
 
@@ -30,7 +30,8 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
   Args:
     vocab: the inputs' Vocabulary (encodes `strings`).
     strings: tf.string [batch]; empty (or blank) strings give empty outputs.
-    hp: DecodeHParams (batch_size is not used here).
+    hp: DecodeHParams settled for this machine (`machine.settle`;
+      batch_size is not used here).
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
     constraint: None, or a `constraints.DecodeConstraint`
       (`search.decode_ids`).
@@ -40,14 +41,8 @@ def decode_strings(model, vocab, strings, hp, target_vocab=None,
     hp.multiple_outputs: beams or samples),
     "scores": float32 [batch] (or [batch, beam])}.
   """
-  inputs = encode_inputs(vocab, strings)
-  result = search.int8_or_float(
-      hp, search_weights, lambda hp, weights: search.decode_ids(
-          model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
-          hp.return_beams, constraint=constraint, int8=hp.int8,
-          concurrent_searches=machine.searches_for(hp),
-          search_weights=weights,
-          sampler=sampling.Sampler.from_hparams(hp)))
+  result = search.search_with_hparams(model, encode_inputs(vocab, strings),
+                                      hp, constraint, search_weights)
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if hp.multiple_outputs:
@@ -81,8 +76,9 @@ class Decoder:
   """
 
   def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):
-    # int8 only where its kernel computes (else one log line says why).
-    hp, weights_first = machine.int8_here(hp)
+    # Auto searches a number, int8 only where its kernel computes (else
+    # one log line says why).
+    hp, weights_first = machine.settle(hp)
     self.model, self.vocab, self.hp = model, vocab, hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint

@@ -1,5 +1,6 @@
 """How decoding fits the machine that runs it: concurrent searches and
-their CPU threads, and whether the int8 kernel computes here.
+their CPU threads, whether the int8 kernel computes here, and decode
+hparams settled for both (`settle`).
 """
 import dataclasses
 import os
@@ -73,26 +74,36 @@ def set_search_threads(searches):
 _int8_reasons_logged = set()
 
 
-def int8_here(hp, device=None):
-  """Decode hparams that run on this machine, and the int8 layout.
+def settle(hp, device=None, int8_chosen_per_call=False):
+  """Decode hparams as they run on this machine, settled once, before a
+  search is traced (by a Decoder, an export, a command).
 
-  Where the int8 kernel cannot compute (`precision.int8_support`: oneDNN
-  off, no AVX2, a GPU), int8 is turned off, with one log line naming the
-  reason (once per reason and process), and the search multiplies in the
-  compute precision instead.
+  - concurrent_searches 0 (auto) becomes `searches_for(hp)`'s number, so
+    that every trace runs, and an export records, the searches chosen here;
+  - where the int8 kernel cannot compute (`precision.int8_support`: oneDNN
+    off, no AVX2, a GPU), int8 is turned off, with one log line naming the
+    reason (once per reason and process), and the search multiplies in the
+    compute precision instead; unless `int8_chosen_per_call` (an export:
+    its graph picks int8 or not at each request, wherever it is served,
+    `search.int8_or_float`).
+
+  Settled hparams settle to themselves.
 
   Args:
     hp: DecodeHParams.
-    device: a precision.Device; default this machine.
+    device: a precision.Device; default this machine (described only for
+      int8).
+    int8_chosen_per_call: keep int8 where it cannot compute here.
   Returns:
-    (hp, or a copy with int8=False; the weights_first layout for
-    `search.fixed_search_weights`).
+    (the settled DecodeHParams; the int8 weights' layout, weights_first,
+    for `search.fixed_search_weights`).
   """
+  hp = dataclasses.replace(hp, concurrent_searches=searches_for(hp))
   if not hp.int8:
     return hp, False
   with tf.init_scope():  # describing the machine may run ops: not in a trace
     support = precision.int8_support(device or precision.describe_device())
-  if support.available:
+  if support.available or int8_chosen_per_call:
     return hp, support.weights_first
   if support.reason not in _int8_reasons_logged:
     _int8_reasons_logged.add(support.reason)

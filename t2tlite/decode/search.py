@@ -4,12 +4,14 @@ once, and int8 chosen in the graph.
 
     weights = fixed_search_weights(model)
     result = decode_ids(model, inputs, beam_size=4, search_weights=weights)
+    # or as settled decode hparams say (machine.settle):
+    result = search_with_hparams(model, inputs, hp, search_weights=weights)
 """
 import dataclasses
 
 import tensorflow as tf
 
-from t2tlite.decode import constraints
+from t2tlite.decode import constraints, sampling
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
 from t2tlite.ids import PAD_ID
@@ -219,3 +221,38 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
         *[block_search(rows)
           for rows in row_parts(inputs, concurrent_searches)]))
   return {"outputs": outputs, "scores": scores}
+
+
+def search_with_hparams(model, inputs, hp, constraint=None,
+                        search_weights=None):
+  """`decode_ids` as decode hparams say: searched or sampled, int8 chosen
+  in the graph at each call (`int8_or_float`).
+
+  Args:
+    model: a Transformer (or anything `decode_ids` searches).
+    inputs: int32 [batch, src_len], each row ending with EOS, 0-padded.
+    hp: DecodeHParams settled for this machine (`machine.settle`), so
+      that concurrent_searches is a number, not 0 (auto); batch_size is
+      not used.
+    constraint: None, or a `constraints.DecodeConstraint` that every output
+      obeys.
+    search_weights: None, or `fixed_search_weights(model, hp.int8, ...)`.
+  Returns:
+    {"outputs": int32 [batch, out_len] (or [batch, beam, out_len] with
+    hp.multiple_outputs: beams or samples), "scores": float32 [batch] (or
+    [batch, beam])}, as `decode_ids`.
+  Raises:
+    ValueError: hp not settled.
+  """
+  if not hp.concurrent_searches:
+    raise ValueError("decode hparams with concurrent_searches=0 (auto): "
+                     "settle them for this machine first (machine.settle)")
+
+  def search(hp, weights):
+    return decode_ids(
+        model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
+        hp.return_beams, constraint=constraint, int8=hp.int8,
+        concurrent_searches=hp.concurrent_searches, search_weights=weights,
+        sampler=sampling.Sampler.from_hparams(hp))
+
+  return int8_or_float(hp, search_weights, search)

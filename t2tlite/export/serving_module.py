@@ -49,9 +49,8 @@ export), never an error.
 
 import tensorflow as tf
 
-from t2tlite import precision
 from t2tlite import run_dir
-from t2tlite.decode import decoding, machine, sampling, scoring, search
+from t2tlite.decode import decoding, machine, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -118,7 +117,8 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   """Text in, text out (the serving_default signature).
 
   Args:
-    model: a Transformer; vocab: its (input) Vocabulary; hp: DecodeHParams.
+    model: a Transformer; vocab: its (input) Vocabulary.
+    hp: DecodeHParams settled for this machine (`machine.settle`).
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
     target_vocab: the Vocabulary of its outputs; None: vocab.
@@ -165,13 +165,8 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = search.int8_or_float(hp, search_weights, lambda hp, weights: (
-      search.decode_ids(model, ids, hp.beam_size, hp.alpha,
-                        hp.extra_length, hp.return_beams,
-                        constraint=constraint, int8=hp.int8,
-                        concurrent_searches=machine.searches_for(hp),
-                        search_weights=weights,
-                        sampler=sampling.Sampler.from_hparams(hp))))
+  result = search.search_with_hparams(model, ids, hp, constraint,
+                                      search_weights)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -220,8 +215,11 @@ class ServingModule(tf.Module):
     vocab: its (input) `t2tlite.data.vocab.Vocabulary` (a tf.Module holding
       the tensorflow-text SentencepieceTokenizer, whose sentencepiece model
       bytes are saved in the graph).
-    hp: `settings.DecodeHParams`, fixed in the graph (batch_size is unused:
-      clients batch).
+    hp: `settings.DecodeHParams`, settled here (`machine.settle`) and
+      fixed in the graph (batch_size is unused: clients batch).
+  Attributes:
+    hp: the settled DecodeHParams the graph runs (an export records
+      them).
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
     target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
@@ -243,8 +241,10 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
-    weights_first = hp.int8 and precision.int8_support(
-        precision.describe_device()).weights_first
+    # Fixed in the graph: auto searches a number; int8 kept where it cannot
+    # compute here (each request picks, `search.int8_or_float`).
+    hp, weights_first = machine.settle(hp, int8_chosen_per_call=True)
+    self.hp = hp
     fixed = search.fixed_search_weights(model, hp.int8, weights_first)
     # The weights that are no model variable, as variables: {field of
     # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from t2tlite.decode import machine
 from t2tlite.decode.machine import searches_for, threads_per_search
-from t2tlite.decode.search import decode_ids, row_parts
+from t2tlite.decode.search import decode_ids, row_parts, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
@@ -147,6 +147,25 @@ def test_searches_for_picks_two_on_two_cores_and_one_on_a_gpu(monkeypatch):
       lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
   assert searches_for(DecodeHParams()) == 1
   assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
+
+
+def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
+                                                      tiny_model):
+  monkeypatch.setattr(tf.config, "list_physical_devices",
+                      lambda kind=None: [])
+  monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1})
+  settled, weights_first = machine.settle(DecodeHParams(beam_size=2))
+  assert settled == DecodeHParams(beam_size=2, concurrent_searches=2)
+  assert not weights_first
+  assert machine.settle(settled) == (settled, False)  # settles to itself
+  with pytest.raises(ValueError, match="machine.settle"):
+    search_with_hparams(tiny_model, INPUTS, DecodeHParams())
+  settled = DecodeHParams(beam_size=2, extra_length=5, return_beams=True,
+                          concurrent_searches=2)
+  whole = search_with_hparams(tiny_model, INPUTS, settled)
+  expected = decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
+                        return_beams=True, concurrent_searches=2)
+  np.testing.assert_array_equal(whole["outputs"], expected["outputs"])
 
 
 def test_threads_per_search_share_the_cores():
