@@ -57,7 +57,7 @@ def fingerprint(device=None, peaks=None, n=1024):
   matmul = ", ".join(f"{dtype} {gflops:.0f} GFLOP/s"
                      for dtype, gflops in peaks.items())
   cap = f" (ONEDNN_MAX_CPU_ISA={device.isa_cap})" if device.isa_cap else ""
-  # Set by a program (e.g. `decoding.set_search_threads`): the peaks are
+  # Set by a program (e.g. `machine.set_search_threads`): the peaks are
   # then those of that many threads an op.
   threads = tf.config.threading.get_intra_op_parallelism_threads()
   threads = f", {threads} intra-op thread(s)" if threads else ""

@@ -25,10 +25,10 @@ Works (the same work as the published peer figures, so results compare):
                t2t-decoder picks them (decode hparam concurrent_searches,
                auto; 1 with --xla), or --concurrent_searches, with
                TensorFlow's intra-op threads set as t2t-decoder sets them
-               (`decoding.set_search_threads`; the JSON line's
+               (`machine.set_search_threads`; the JSON line's
                intra_op_threads, and then no peak_now). The search's
                weights are made once, before the timed runs, as
-               t2t-decoder makes them (`decoding.fixed_search_weights`).
+               t2t-decoder makes them (`search.fixed_search_weights`).
                Figure: sentences per second.
   scaling      train_base step time against sequence length (32..512) and
                against batch size (sentences of 32 tokens), one line each.
@@ -37,7 +37,7 @@ Everything goes through the project's own code: `t2tlite.build_model`, the
 real training step of `t2tlite.train.trainer.Trainer` (`Trainer.train_step`:
 loss of
 train/losses.py, Adam + schedule of train/schedules.py, global-norm and
-all-reduce included) and `t2tlite.decode.decoding.decode_ids` (the beam
+all-reduce included) and `t2tlite.decode.search.decode_ids` (the beam
 search that t2t-decoder and the exported SavedModel run).
 
 Synthetic ids are uniform in [2, vocab) (no padding, no EOS), weights are
@@ -66,9 +66,9 @@ import tensorflow as tf
 
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.decoding import (DecodeHParams, decode_ids,
-                                     fixed_search_weights, searches_for,
-                                     set_search_threads)
+from t2tlite.decode.machine import searches_for, set_search_threads
+from t2tlite.decode.search import decode_ids, fixed_search_weights
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
 
@@ -281,10 +281,9 @@ class EosDisabled:
     return self.model.search_weights(int8, keep_variables,
                                      int8_weights_first)
 
-  def prepare_decoding(self, inputs, max_decode_length, int8=False,
-                       search_weights=None):
+  def prepare_decoding(self, inputs, max_decode_length, search_weights=None):
     decode_step, cache = self.model.prepare_decoding(
-        inputs, max_decode_length, int8, search_weights)
+        inputs, max_decode_length, search_weights)
 
     def eos_disabled_step(ids, step, cache):
       logits, cache = decode_step(ids, step, cache)

@@ -32,7 +32,9 @@ import tensorflow_text  # noqa: F401  (the sentencepiece ops)
 # Run as a script, so bench/ comes first on the import path: its modules import by name.
 from export_latency import MULTI30K_VAL, machine  # noqa: E402
 
-from t2tlite.decode import decoding  # noqa: E402
+from t2tlite.decode.machine import (  # noqa: E402
+    searches_for, set_search_threads)
+from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 
 
 def free_port():
@@ -81,8 +83,7 @@ def main():
       sentence = f.readline().strip()
   # TensorFlow's threads as t2t-serve sets them (before its first op), so
   # that the two differ only by the server.
-  threads = decoding.set_search_threads(
-      decoding.searches_for(decoding.DecodeHParams()))
+  threads = set_search_threads(searches_for(DecodeHParams()))
   print(json.dumps(machine()))
   signature = tf.saved_model.load(args.saved_model).signatures[
       "serving_default"]

@@ -6,7 +6,7 @@ the exporter, which decode a run trained on a named problem.
 """
 from t2tlite import problem as problem_lib
 from t2tlite import registry
-from t2tlite.decode.decoding import DecodeHParams
+from t2tlite.decode.settings import DecodeHParams
 
 
 def decode_hparams(problem_name, overrides=""):

@@ -5,7 +5,7 @@ from absl import flags
 from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.bin import common_flags
-from t2tlite.decode import decoding
+from t2tlite.decode.settings import DecodeHParams
 
 flags.declare_key_flag("output_dir")
 flags.DEFINE_string("checkpoint_path", None, "A checkpoint prefix (such as "
@@ -36,7 +36,7 @@ def load_trained(dtype=None):
     ValueError: bad --decode_hparams.
     FileNotFoundError: not a training folder, or no checkpoint.
   """
-  decoding.DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
+  DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
   common_flags.load_run_plugins(FLAGS.output_dir)
   model, info, path = run_dir.load_trained_model(
       FLAGS.output_dir, FLAGS.checkpoint_path, dtype=dtype)

@@ -33,7 +33,8 @@ from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.bin import common_flags, console, precision_flags, run_flags
 from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding
+from t2tlite.decode import decoding, machine
+from t2tlite.decode.settings import DecodeHParams
 
 flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
                     "line.")
@@ -142,7 +143,7 @@ def _load_ensemble(dtype):
   """run_flags.load_trained for an ensemble: (Ensemble, the first member's
   RunInfo, its checkpoints joined by commas, DecodeHParams)."""
   from t2tlite.decode import ensemble
-  decoding.DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
+  DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
   common_flags.load_run_plugins(FLAGS.output_dir)
   models, info, paths = run_dir.load_models(
       FLAGS.output_dir, _ensemble_paths(), dtype=dtype)
@@ -199,8 +200,8 @@ def _run():
                          "--decode_interactive.")
   # Before TensorFlow starts: concurrent searches run best on cores of
   # their own (intra-op threads are fixed once TensorFlow runs).
-  decoding.set_search_threads(decoding.searches_for(
-      decoding.DecodeHParams.parse(FLAGS.decode_hparams)))
+  machine.set_search_threads(machine.searches_for(
+      DecodeHParams.parse(FLAGS.decode_hparams)))
   common_flags.load_plugins()
   lines = None if FLAGS.decode_interactive else _read_input()
   decoder, problem_name, length_warning = _load()

@@ -27,7 +27,8 @@ from absl import flags
 from absl import logging
 
 from t2tlite.bin import common_flags, console
-from t2tlite.decode import decoding
+from t2tlite.decode import machine
+from t2tlite.decode.settings import DecodeHParams
 
 flags.DEFINE_string("model", None, "An export (version folder, or the folder "
                     "of versions) or a run folder.")
@@ -88,7 +89,7 @@ def _run():
   limits = _limits()
   # Before TensorFlow starts (as t2t-decoder): concurrent searches run best
   # on cores of their own.
-  decoding.set_search_threads(decoding.searches_for(decoding.DecodeHParams()))
+  machine.set_search_threads(machine.searches_for(DecodeHParams()))
   from t2tlite.serve.app import make_app
   from t2tlite.serve.model_source import ModelSource
   common_flags.load_plugins()

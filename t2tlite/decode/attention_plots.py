@@ -19,7 +19,9 @@ from matplotlib.figure import Figure  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from t2tlite import files  # noqa: E402
-from t2tlite.decode import decoding  # noqa: E402
+from t2tlite.decode import decoding, machine, search  # noqa: E402
+from t2tlite.decode.settings import DecodeHParams  # noqa: E402
+from t2tlite.ids import EOS_ID, PAD_ID  # noqa: E402
 
 KINDS = (("encoder", "Encoder self-attention", "source", "source"),
          ("decoder_self", "Decoder self-attention", "target",
@@ -33,8 +35,8 @@ def _pieces(vocab, ids):
 
 def _trim_at_eos(ids):
   ids = [int(i) for i in ids]
-  return ids[:ids.index(decoding.EOS_ID) + 1] if decoding.EOS_ID in ids else (
-      [i for i in ids if i != decoding.PAD_ID] + [decoding.EOS_ID])
+  return ids[:ids.index(EOS_ID) + 1] if EOS_ID in ids else (
+      [i for i in ids if i != PAD_ID] + [EOS_ID])
 
 
 def attention_maps(model, vocab, source, target=None, hp=None,
@@ -57,10 +59,10 @@ def attention_maps(model, vocab, source, target=None, hp=None,
   target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
   if target is None:
-    hp, _ = decoding.int8_here(hp or decoding.DecodeHParams())
-    out = decoding.decode_ids(model, inputs, hp.beam_size, hp.alpha,
-                              hp.extra_length, constraint=constraint,
-                              int8=hp.int8)
+    hp, _ = machine.settle(hp or DecodeHParams())
+    out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
+                            hp.extra_length, constraint=constraint,
+                            int8=hp.int8)
     out = out["outputs"][0].numpy()
     target_ids = _trim_at_eos(out)
     target = target_vocab.decode_ids(target_ids)

@@ -16,9 +16,8 @@ import dataclasses
 import tensorflow as tf
 
 
-
 class Ensemble:
-  """Models with the interface `decoding.decode_ids` searches with
+  """Models with the interface `search.decode_ids` searches with
   (`config`, `search_weights`, `prepare_decoding`).
 
   Args:
@@ -42,24 +41,27 @@ class Ensemble:
 
   def search_weights(self, int8=False, keep_variables=False,
                      int8_weights_first=False):
-    """A list: each model's `search_weights`."""
+    """A list: each model's `search_weights` (a `SearchWeights`)."""
     return [m.search_weights(int8=int8, keep_variables=keep_variables,
                              int8_weights_first=int8_weights_first)
             for m in self.models]
 
-  def prepare_decoding(self, inputs, max_decode_length=None, int8=False,
+  def prepare_decoding(self, inputs, max_decode_length=None,
                        search_weights=None):
     """As `Transformer.prepare_decoding`, for the models together.
 
+    Args:
+      search_weights: None (each model's float ones, made here), or
+        `self.search_weights(...)`.
     Returns:
       (decode_step(ids int32 [rows], step, cache) -> (float32 [rows, V] the
       mean of the models' log-probabilities, cache); the initial cache
       {"models": [each model's cache]}).
     """
     if search_weights is None:
-      search_weights = self.search_weights(int8)
+      search_weights = self.search_weights()
     steps, caches = zip(*[
-        model.prepare_decoding(inputs, max_decode_length, int8=int8,
+        model.prepare_decoding(inputs, max_decode_length,
                                search_weights=weights)
         for model, weights in zip(self.models, search_weights)])
 

@@ -17,7 +17,6 @@ natively (GPUs of compute capability >= 8.0, CPUs with avx512_bf16 or
 amx_bf16); elsewhere it is emulated and slower. Weights are stored in
 float32 either way.
 """
-import dataclasses
 import json
 import os
 import uuid
@@ -29,8 +28,7 @@ from t2tlite import precision as precision_lib
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding
-from t2tlite.decode.decoding import DecodeHParams
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export.serving_module import ServingModule
 
 EXPORT_SUBDIR = "export"
@@ -150,8 +148,6 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
       output_dir, checkpoint_path,
       dtype=precision_lib.KERAS_POLICY[precision])
   hp = _decode_hparams(decode_hparams, info.problem)
-  # The graph is fixed here: record the searches it runs, not "auto".
-  hp = dataclasses.replace(hp, concurrent_searches=decoding.searches_for(hp))
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))
@@ -170,7 +166,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
     tf.saved_model.save(module, tmp, signatures=module.signatures())
     check_serving_ops(tmp)
     metadata = {"checkpoint": checkpoint, "problem": info.problem,
-                "decode_hparams": vars(hp), "precision": precision,
+                # As settled in the graph: the searches it runs, not auto.
+                "decode_hparams": vars(module.hp), "precision": precision,
                 "max_input_length": module.max_input_length,
                 "vocab_size": vocab.size,
                 "target_vocab_size": module.target_vocab.size,

@@ -40,7 +40,7 @@ Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
 
 An int8 export (decode hparam int8) checks at each request that the int8
-kernel computes where it is served (`decoding.int8_or_float`: it needs
+kernel computes where it is served (`search.int8_or_float`: it needs
 TensorFlow's oneDNN path, TF_ENABLE_ONEDNN_OPTS=1 in the server's
 environment on CPUs where TensorFlow leaves it off); where it does not, the
 request runs the float32 search instead (the same outputs as a float32
@@ -49,10 +49,10 @@ export), never an error.
 
 import tensorflow as tf
 
-from t2tlite import precision
 from t2tlite import run_dir
-from t2tlite.decode import decoding, sampling, scoring
+from t2tlite.decode import decoding, machine, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
+from t2tlite.layers.search_weights import SearchWeights
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
@@ -117,7 +117,8 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   """Text in, text out (the serving_default signature).
 
   Args:
-    model: a Transformer; vocab: its (input) Vocabulary; hp: DecodeHParams.
+    model: a Transformer; vocab: its (input) Vocabulary.
+    hp: DecodeHParams settled for this machine (`machine.settle`).
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
     target_vocab: the Vocabulary of its outputs; None: vocab.
@@ -125,7 +126,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
     postprocess: None, or callable(outputs tf.string [n], inputs tf.string
       [n]) -> tf.string [n] applied to the decoded text (every beam).
     search_weights: None, or the search's weights made once
-      (`decoding.fixed_search_weights`).
+      (`search.fixed_search_weights`).
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
@@ -157,20 +158,15 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
     (others as in `translate_text`; vocab_size: the input vocabulary's,
     ids at or above it are UNK)
     constraint: None, or a DecodeConstraint the outputs obey.
-    search_weights: None, or `decoding.fixed_search_weights`'s.
+    search_weights: None, or `search.fixed_search_weights`'s.
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = decoding.int8_or_float(hp, search_weights, lambda hp, weights: (
-      decoding.decode_ids(model, ids, hp.beam_size, hp.alpha,
-                          hp.extra_length, hp.return_beams,
-                          constraint=constraint, int8=hp.int8,
-                          concurrent_searches=decoding.searches_for(hp),
-                          search_weights=weights,
-                          sampler=sampling.Sampler.from_hparams(hp))))
+  result = search.search_with_hparams(model, ids, hp, constraint,
+                                      search_weights)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -195,6 +191,11 @@ def score_text(model, vocab, target_vocab, max_input_length, inputs,
                            target)
 
 
+def _variable(tensor):
+  """A variable holding `tensor`, saved with an export and never trained."""
+  return tf.Variable(tensor, trainable=False)
+
+
 class ServingModule(tf.Module):
   """Model weights + vocabulary + the two serving functions.
 
@@ -205,17 +206,20 @@ class ServingModule(tf.Module):
   each, which TF1-style loaders such as TF Serving and saved_model_cli never
   restore: "Could not find variable ...".) The search's weights that are
   not model variables (the output projection's decoding layout, int8
-  kernels, casts: `decoding.fixed_search_weights`) are made once, here, and
-  saved as variables in `search_weights`, so that a served request does not
-  make them again.
+  kernels, casts: `search.fixed_search_weights`) are made once, here, and
+  saved as variables in `search_weights` ({`SearchWeights` field: {variable
+  path: tf.Variable}}), so that a served request does not make them again.
 
   Args:
     model: a trained Transformer.
     vocab: its (input) `t2tlite.data.vocab.Vocabulary` (a tf.Module holding
       the tensorflow-text SentencepieceTokenizer, whose sentencepiece model
       bytes are saved in the graph).
-    hp: `decoding.DecodeHParams`, fixed in the graph (batch_size is unused:
-      clients batch).
+    hp: `settings.DecodeHParams`, settled here (`machine.settle`) and
+      fixed in the graph (batch_size is unused: clients batch).
+  Attributes:
+    hp: the settled DecodeHParams the graph runs (an export records
+      them).
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
     target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
@@ -237,15 +241,21 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
-    weights_first = hp.int8 and precision.int8_support(
-        precision.describe_device()).weights_first
-    fixed = decoding.fixed_search_weights(model, hp.int8, weights_first)
-    self.search_weights = {
-        key: tf.nest.map_structure(
-            lambda t: tf.Variable(t, trainable=False), value)
-        for key, value in fixed.items()
-        if not isinstance(value, tf.Variable)}
-    weights = {**fixed, **self.search_weights}
+    # Fixed in the graph: auto searches a number; int8 kept where it cannot
+    # compute here (each request picks, `search.int8_or_float`).
+    hp, weights_first = machine.settle(hp, int8_chosen_per_call=True)
+    self.hp = hp
+    fixed = search.fixed_search_weights(model, hp.int8, weights_first)
+    # The weights that are no model variable, as variables: {field of
+    # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},
+    # plain dicts so that the SavedModel tracks them.
+    made = {field: {path: tf.nest.map_structure(_variable, weight)
+                    for path, weight in field_weights.items()
+                    if not isinstance(weight, tf.Variable)}
+            for field, field_weights in fixed._asdict().items()}
+    weights = SearchWeights(**{field: {**getattr(fixed, field), **made[field]}
+                               for field in SearchWeights._fields})
+    self.search_weights = made
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,

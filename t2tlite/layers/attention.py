@@ -162,7 +162,7 @@ class MultiHeadAttention(keras.layers.Layer):
         one attention, so beams share one copy of the keys and values.
       bias: float32 broadcastable to [batch, heads, q_len * rows / batch,
         k_len], or None.
-      search_weights: None, or the per-search weights (linear.read_weight).
+      search_weights: None, or the search's `SearchWeights`.
     Returns:
       (outputs [rows, q_len, d_model], float32 weights
       [batch, heads, q_len * rows / batch, k_len]).
@@ -196,7 +196,7 @@ class MultiHeadAttention(keras.layers.Layer):
       bias: float32, see `cache`; None for a fixed-size or row cache.
       step: int32 scalar, the position written in a fixed-size cache; None
         for a growing one.
-      search_weights: None, or the per-search weights (linear.read_weight).
+      search_weights: None, or the search's `SearchWeights`.
     Returns:
       (outputs [rows, 1, d_model], float32 weights [groups, heads,
       rows / groups, positions + 1] (groups: the cache's rows), the updated

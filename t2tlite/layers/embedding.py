@@ -37,7 +37,7 @@ class SharedEmbedding(keras.layers.Layer):
   def call(self, ids, search_weights=None):
     """int [batch, len] -> [batch, len, d_model] (scaled by sqrt(d_model)).
 
-    search_weights: None, or the per-search weights (linear.read_weight).
+    search_weights: None, or the search's `SearchWeights`.
     """
     table = read_weight(self.embeddings, self.compute_dtype, search_weights)
     return tf.gather(table, ids) * tf.cast(math.sqrt(self.d_model),
@@ -46,42 +46,48 @@ class SharedEmbedding(keras.layers.Layer):
   def logits(self, x, search_weights=None):
     """[batch, len, d_model] -> float32 [batch, len, vocab].
 
-    search_weights: None, or the per-search weights; when they hold the
-    output kernel quantized (`add_int8_output_kernel`) the product is int8,
-    else when they hold it laid out for decoding (`add_output_kernel`) it
-    is used as it is laid out.
+    search_weights: None, or the search's `SearchWeights`; when they hold
+    the output kernel quantized (`int8_output_kernels`) the product is
+    int8, else when they hold it laid out for decoding (`output_kernels`)
+    it is used as it is laid out.
     """
-    held = search_weights or {}
-    quantized = held.get(int8.int8_key(self._output_kernel_key))
+    quantized = kernel = None
+    if search_weights is not None:
+      quantized = search_weights.int8_output_kernel(self.embeddings)
+      kernel = search_weights.output_kernel(self.embeddings)
     if quantized is not None:
       flat = int8.matmul(tf.reshape(x, [-1, self.d_model]), quantized)
       return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
-    kernel = held.get(self._output_kernel_key)
     if kernel is not None:
       return tf.cast(position_wise(x, kernel), tf.float32)
     table = read_weight(self.embeddings, self.compute_dtype, search_weights)
     return tf.cast(position_wise(x, table, transpose_kernel=True), tf.float32)
 
-  @property
-  def _output_kernel_key(self):
-    return self.embeddings.path + ":output_kernel"
+  def output_kernels(self, values):
+    """The table transposed, [d_model, vocab]: made once per search, it
+    turns each decoding step's tied output projection into a 2-D matmul
+    without a transpose, the layout oneDNN runs fastest on AVX2 and AVX-512
+    alike (BUILD_NOTES.md, Decoding layouts).
 
-  def add_output_kernel(self, search_weights):
-    """Adds to `search_weights` (holding the table) the table transposed,
-    [d_model, vocab]: made once per search, it turns each decoding step's
-    tied output projection into a 2-D matmul without a transpose, the
-    layout oneDNN runs fastest on AVX2 and AVX-512 alike (BUILD_NOTES.md,
-    Decoding layouts)."""
-    search_weights[self._output_kernel_key] = tf.transpose(
-        search_weights[self.embeddings.path])
+    Args:
+      values: {variable.path: weight in the compute dtype}, holding the
+        table (`SearchWeights.values`).
+    Returns:
+      {the table's path: [d_model, vocab]}, `SearchWeights.output_kernels`.
+    """
+    path = self.embeddings.path
+    return {path: tf.transpose(values[path])}
 
-  def add_int8_output_kernel(self, search_weights, weights_first=False):
-    """Adds to `search_weights` the output kernel ([d_model, vocab])
-    quantized for `int8.matmul` in the `weights_first` layout, which
-    `logits` then uses."""
-    search_weights[int8.int8_key(self._output_kernel_key)] = (
-        int8.quantize_kernel(self.embeddings, weights_first,
-                             transposed=True))
+  def int8_output_kernels(self, weights_first=False):
+    """The output kernel ([d_model, vocab]) quantized for `int8.matmul` in
+    the `weights_first` layout, which `logits` then uses.
+
+    Returns:
+      {the table's path: `int8.quantize_kernel`'s dict},
+      `SearchWeights.int8_output_kernels`.
+    """
+    return {self.embeddings.path: int8.quantize_kernel(
+        self.embeddings, weights_first, transposed=True)}
 
   def get_config(self):
     config = super().get_config()

@@ -4,7 +4,7 @@ TensorFlow's CPU builds reach that kernel (VNNI where the CPU has it, AVX2's
 u8 x s8 multiply-add otherwise) through `QuantizedMatMulWithBiasAndDequantize`.
 A search with `int8=True` (`Transformer.search_weights`) quantizes, once per
 search (or once for all searches of a decoder or an export:
-`decoding.fixed_search_weights`), every 2-D kernel of the decoder layers and
+`search.fixed_search_weights`), every 2-D kernel of the decoder layers and
 the output projection:
 
 - weights per output column, scaled to [-1, 1] and rounded to int8;
@@ -38,12 +38,6 @@ import tensorflow as tf
 
 ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
-
-
-def int8_key(variable_path):
-  """Where `quantize_kernel`'s result for a kernel is kept in a search's
-  weights."""
-  return variable_path + ":int8"
 
 
 def quantize_kernel(kernel, weights_first=False, transposed=False):

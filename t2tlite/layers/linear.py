@@ -10,7 +10,7 @@ step's [rows, 1, d_in] inputs; BUILD_NOTES.md, Decoding layouts). Folding
 batch and length into one axis makes every position-wise map, forward and
 backward, training and decoding, a single 2-D GEMM, except one case below.
 
-A float32 search goes one step further (`add_decoding_kernels`): its
+A float32 search goes one step further (`decoding_kernels`): its
 decoder layers multiply by kernels stored [d_out, d_in] in a batch matmul of
 one [1, rows, d_in] batch with transpose_b. On AVX-512 oneDNN runs that as
 its brgemm matmul, as fast as the 2-D GEMM; on AVX2 it runs the jit GEMM
@@ -18,7 +18,7 @@ with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
 [d_in, d_out] kernel for a step's shapes (bench/matmul_shapes.py at f5a3704;
 BUILD_NOTES.md, Decoding layouts).
 
-An int8 search (`add_int8_kernels`) multiplies the same maps in int8
+An int8 search (`int8_kernels`) multiplies the same maps in int8
 instead (`t2tlite.layers.int8`).
 """
 import tensorflow as tf
@@ -31,76 +31,77 @@ def read_weight(variable, dtype, search_weights=None):
 
   Under mixed precision every use of a float32 variable casts it; a decoding
   loop would do that at every step. A search therefore casts each weight once,
-  before its loop, into `search_weights` ({variable.path: tensor}, see
-  `Transformer.search_weights`), and the layers read that copy.
+  before its loop, into its `SearchWeights` (`Transformer.search_weights`),
+  and the layers read that copy.
 
   Args:
     variable: a Keras variable.
     dtype: the layer's compute dtype.
-    search_weights: None, or a dict holding `variable.path`.
+    search_weights: None, or a `SearchWeights` holding `variable`.
   """
   if search_weights is not None:
-    return search_weights[variable.path]
+    return search_weights.read(variable)
   return tf.cast(variable, dtype)
 
 
-def decoding_kernel_key(variable):
-  """Where `add_decoding_kernels` keeps `variable`'s decoding layout."""
-  return variable.path + ":decoding_kernel"
-
-
-def add_decoding_kernels(search_weights, layers):
-  """Adds to `search_weights` the decoding layout of each 2-D kernel of
-  `layers`: [1, d_out, d_in], for `linear`. float32 only: a bfloat16
-  search keeps the layout of t2tlite's recorded bfloat16 results (see
-  `position_wise`). Made once per search, before its loop.
+def decoding_kernels(values, layers):
+  """The decoding layout of each 2-D kernel of `layers`: [1, d_out, d_in],
+  for `linear`. float32 only: a bfloat16 search keeps the layout of
+  t2tlite's recorded bfloat16 results (see `position_wise`). Made once per
+  search, before its loop.
 
   Args:
-    search_weights: {variable.path: tensor}, as `read_weight` reads it.
+    values: {variable.path: weight in the compute dtype}
+      (`SearchWeights.values`).
     layers: Keras layers whose 2-D weights are kernels of `linear`.
+  Returns:
+    {variable.path: float32 [1, d_out, d_in]}, `SearchWeights.
+    decoding_kernels`.
   """
+  kernels = {}
   for layer in layers:
     for variable in layer.weights:
-      kernel = search_weights[variable.path]
+      kernel = values[variable.path]
       if kernel.shape.rank == 2 and kernel.dtype == tf.float32:
-        search_weights[decoding_kernel_key(variable)] = tf.transpose(
-            kernel)[tf.newaxis]
+        kernels[variable.path] = tf.transpose(kernel)[tf.newaxis]
+  return kernels
 
 
-def add_int8_kernels(search_weights, layers, weights_first=False):
-  """Adds to `search_weights` each 2-D kernel of `layers` quantized for
-  `int8.matmul` (`int8.quantize_kernel`), which `linear` then uses. Made once
-  per search, before its loop.
+def int8_kernels(layers, weights_first=False):
+  """Each 2-D kernel of `layers` quantized for `int8.matmul`
+  (`int8.quantize_kernel`), which `linear` then uses. Made once per search,
+  before its loop.
 
   Args:
-    search_weights: {variable.path: tensor}, as `read_weight` reads it.
     layers: Keras layers whose 2-D weights are kernels of `linear`.
     weights_first: the int8 layout (`int8.quantize_kernel`).
+  Returns:
+    {variable.path: `int8.quantize_kernel`'s dict}, `SearchWeights.
+    int8_kernels`.
   """
-  for layer in layers:
-    for variable in layer.weights:
-      if len(variable.shape) == 2:
-        search_weights[int8.int8_key(variable.path)] = int8.quantize_kernel(
-            variable, weights_first)
+  return {variable.path: int8.quantize_kernel(variable, weights_first)
+          for layer in layers for variable in layer.weights
+          if len(variable.shape) == 2}
 
 
 def linear(x, variable, dtype, search_weights=None):
-  """x @ variable over the last axis, in int8 (`add_int8_kernels`) or in the
-  search's decoding layout (`add_decoding_kernels`) when `search_weights`
-  holds them.
+  """x @ variable over the last axis, in int8 (`int8_kernels`) or in the
+  search's decoding layout (`decoding_kernels`) when `search_weights` hold
+  them.
 
   Args:
     x: [..., d_in].
     variable: a [d_in, d_out] Keras variable.
     dtype: the layer's compute dtype.
-    search_weights: None, or the per-search weights.
+    search_weights: None, or the search's `SearchWeights`.
   Returns:
     [..., d_out], in x's dtype.
   """
-  held = search_weights or {}
   d_in, d_out = variable.shape
-  quantized = held.get(int8.int8_key(variable.path))
-  kernel = held.get(decoding_kernel_key(variable))
+  quantized = kernel = None
+  if search_weights is not None:
+    quantized = search_weights.int8_kernel(variable)
+    kernel = search_weights.decoding_kernel(variable)
   if quantized is not None:
     flat = int8.matmul(tf.reshape(x, [-1, d_in]), quantized)
   elif kernel is not None:

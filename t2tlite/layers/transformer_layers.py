@@ -202,7 +202,7 @@ class DecoderLayer(_StackLayer):
       memory_bias: float32 [batch, 1, 1, src_len] (padding).
       step: int32 scalar, the position of x in a fixed-size cache; None for
         a growing cache.
-      search_weights: None, or the per-search weights (linear.read_weight).
+      search_weights: None, or the search's `SearchWeights`.
     Returns:
       (y [rows, 1, d_model], {"self": ..., "encdec": ...} float32 attention
       weights, the updated cache).

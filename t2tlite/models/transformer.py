@@ -14,7 +14,8 @@ import tensorflow as tf
 from t2tlite import registry
 from t2tlite.layers.attention import MASK_BIAS, causal_bias, padding_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
-from t2tlite.layers.linear import add_decoding_kernels, add_int8_kernels
+from t2tlite.layers.linear import decoding_kernels, int8_kernels
+from t2tlite.layers.search_weights import SearchWeights
 from t2tlite.layers.transformer_layers import DecoderLayer, EncoderLayer
 from t2tlite.layers.word_pointer import WordPointer
 from t2tlite.models.config import TransformerConfig
@@ -187,7 +188,8 @@ class Transformer(keras.Model):
       caches: None, or the per-layer self-attention caches.
       growing: the caches grow (else they have a fixed size and `start` is
         the position written).
-      search_weights: None, or the per-search weights (`search_weights`).
+      search_weights: None, or the search's `SearchWeights`
+        (`search_weights`).
       pointer: None, or the word pointer's vectors [rows, len, d_model],
         added to the decoder's input embedding.
     Returns:
@@ -233,7 +235,7 @@ class Transformer(keras.Model):
             "decoder_self": [w["self"] for w in decoder],
             "encdec": [w["encdec"] for w in decoder]}
 
-  def prepare_decoding(self, inputs, max_decode_length=None, int8=False,
+  def prepare_decoding(self, inputs, max_decode_length=None,
                        search_weights=None):
     """Everything a search needs: the weights cast once, the encoded inputs
     and the initial cache.
@@ -242,17 +244,16 @@ class Transformer(keras.Model):
       inputs: int32 [batch, src_len] source ids.
       max_decode_length: None for caches that grow one position per step
         (graph mode), or an int for fixed-size caches (static shapes: XLA).
-      int8: multiply the decoder layers' maps and the output projection in
-        int8 (`search_weights`).
-      search_weights: `self.search_weights(int8)`, to share one copy between
-        searches; None: made here.
+      search_weights: `self.search_weights(...)`, to share one copy between
+        searches (int8 ones for an int8 search); None: the float ones, made
+        here.
     Returns:
       (decode_step(ids, step, cache) -> (logits, cache): `decode_step` bound
       to the encoded inputs and the search's weights; the initial cache, for
       batch rows).
     """
     if search_weights is None:
-      search_weights = self.search_weights(int8=int8)
+      search_weights = self.search_weights()
     memory = self.decoding_memory(inputs, search_weights)
     cache = self.init_cache(tf.shape(inputs)[0], max_decode_length)
     return functools.partial(self.decode_step, memory=memory,
@@ -261,22 +262,22 @@ class Transformer(keras.Model):
 
   def search_weights(self, int8=False, keep_variables=False,
                      int8_weights_first=False):
-    """{variable.path: the weight in the compute dtype}, the output
-    projection's kernel laid out for decoding (`SharedEmbedding.
-    add_output_kernel`) and, in float32, the decoder layers' kernels laid out
-    for decoding (`linear.add_decoding_kernels`): read (and under mixed
-    precision cast) once per search, before its loop, rather than at every
-    step. Only for code without gradients.
+    """The weights a search reads, a `SearchWeights`: every weight in the
+    compute dtype, the output projection's kernel laid out for decoding
+    (`SharedEmbedding.output_kernels`) and, in float32, the decoder layers'
+    kernels laid out for decoding (`linear.decoding_kernels`): read (and
+    under mixed precision cast) once per search, before its loop, rather
+    than at every step. Only for code without gradients.
 
     With int8, the decoder layers' kernels and the output projection
-    quantized instead (`linear.add_int8_kernels`, `SharedEmbedding.
-    add_int8_output_kernel`): the search then multiplies them in int8
+    quantized instead (`linear.int8_kernels`, `SharedEmbedding.
+    int8_output_kernels`): the search then multiplies them in int8
     (`t2tlite.layers.int8`), the encoder staying in the compute dtype;
     `int8_weights_first` picks the layout (`precision.int8_support`).
 
     keep_variables: a weight already in the compute dtype stays the
     tf.Variable itself rather than a read of it (for weights made once and
-    kept: `decoding.fixed_search_weights`)."""
+    kept: `search.fixed_search_weights`)."""
     dtype = self.compute_dtype
 
     def read(variable):
@@ -284,15 +285,16 @@ class Transformer(keras.Model):
         return variable.value
       return tf.cast(variable, dtype)
 
-    weights = {v.path: read(v) for v in self.weights}
+    values = {v.path: read(v) for v in self.weights}
     if int8:
-      self.embedding.add_int8_output_kernel(weights, int8_weights_first)
-      add_int8_kernels(weights, self.decoder_layers, int8_weights_first)
-    else:
-      self.embedding.add_output_kernel(weights)
-      add_decoding_kernels(weights, self.decoder_layers)
-
-    return weights
+      return SearchWeights.of(
+          values,
+          int8_output_kernels=self.embedding.int8_output_kernels(
+              int8_weights_first),
+          int8_kernels=int8_kernels(self.decoder_layers, int8_weights_first))
+    return SearchWeights.of(
+        values, output_kernels=self.embedding.output_kernels(values),
+        decoding_kernels=decoding_kernels(values, self.decoder_layers))
 
   def decoding_memory(self, inputs, search_weights=None):
     """Encodes `inputs` once for a search.

@@ -151,10 +151,10 @@ class ModelSource:
   def _base_hparams(self):
     """The default decode hparams: the export's, else the problem's."""
     from t2tlite import problem_decoding
-    from t2tlite.decode import decoding
+    from t2tlite.decode.settings import DecodeHParams
     if self.metadata:
-      fields = {f.name for f in dataclasses.fields(decoding.DecodeHParams)}
-      return decoding.DecodeHParams(**{
+      fields = {f.name for f in dataclasses.fields(DecodeHParams)}
+      return DecodeHParams(**{
           k: v for k, v in self.metadata["decode_hparams"].items()
           if k in fields})
     return problem_decoding.decode_hparams(self._problem())
@@ -163,9 +163,9 @@ class ModelSource:
     """DecodeHParams: the defaults with `overrides` ("beam_size=2,...") on
     top. Raises RequestError naming a bad one."""
     from t2tlite import hparams_lib
-    from t2tlite.decode import decoding
+    from t2tlite.decode.settings import DecodeHParams
     base = self._base_hparams()
-    types = {f.name: f.type for f in dataclasses.fields(decoding.DecodeHParams)}
+    types = {f.name: f.type for f in dataclasses.fields(DecodeHParams)}
     try:
       changes = hparams_lib.parse_typed_overrides(overrides, types,
                                                   "decode hparam")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from t2tlite.decode import attention_plots
-from t2tlite.decode.decoding import DecodeHParams
+from t2tlite.decode.settings import DecodeHParams
 
 from run_folder import TINY, needs_multi30k, trained_run
 

@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from t2tlite import precision
-from t2tlite.decode.decoding import DecodeHParams, Decoder
+from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.settings import DecodeHParams
 
 import host
 from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,

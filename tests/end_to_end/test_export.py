@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite import precision, run_dir
-from t2tlite.decode.decoding import DecodeHParams, Decoder
+from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter, serving_module
 
 import host

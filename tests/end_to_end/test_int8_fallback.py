@@ -69,7 +69,8 @@ def test_int8_export_served_without_onednn_translates_as_float32(
   # checks the kernel in the graph and runs the float32 search instead.
   from t2tlite import run_dir
   from t2tlite.data.vocab import Vocabulary
-  from t2tlite.decode.decoding import DecodeHParams, Decoder
+  from t2tlite.decode.decoding import Decoder
+  from t2tlite.decode.settings import DecodeHParams
   from t2tlite.export import exporter
   decode = "beam_size=2,extra_length=5"
   path = exporter.export_saved_model(

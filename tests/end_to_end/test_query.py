@@ -18,7 +18,8 @@ pytest.importorskip("tensorflow_serving",
 import grpc  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 
-from t2tlite.decode.decoding import DecodeHParams, Decoder  # noqa: E402
+from t2tlite.decode.decoding import Decoder  # noqa: E402
+from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 from t2tlite.export import exporter, query  # noqa: E402
 
 from run_folder import MULTI30K_RAW, multi30k_lines, trained_run  # noqa: E402

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.decode.beam_search import beam_search, greedy_search
-from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.search import decode_ids
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
-from t2tlite.layers.linear import decoding_kernel_key
 from t2tlite.models import build_model
 from t2tlite.models import transformer as transformer_module
 
@@ -265,13 +265,12 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
 
   weights = tiny_model.search_weights()
   layer = tiny_model.decoder_layers[0]
-  assert weights[decoding_kernel_key(layer.feed_forward.w1)].shape == (
+  assert weights.decoding_kernel(layer.feed_forward.w1).shape == (
       1, layer.feed_forward.d_ff, tiny_model.config.d_model)
   ids, scores = search()
-  monkeypatch.setattr(transformer_module, "add_decoding_kernels",
-                      lambda weights, layers: None)
-  assert not any(key.endswith(":decoding_kernel")
-                 for key in tiny_model.search_weights())
+  monkeypatch.setattr(transformer_module, "decoding_kernels",
+                      lambda values, layers: {})
+  assert not tiny_model.search_weights().decoding_kernels
   plain_ids, plain_scores = search()
   np.testing.assert_array_equal(ids, plain_ids)
   np.testing.assert_allclose(scores, plain_scores, atol=1e-5)

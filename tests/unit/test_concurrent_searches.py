@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode import decoding
-from t2tlite.decode.decoding import (DecodeHParams, decode_ids, row_parts,
-                                     searches_for, threads_per_search)
+from t2tlite.decode import machine
+from t2tlite.decode.machine import searches_for, threads_per_search
+from t2tlite.decode.search import decode_ids, row_parts, search_with_hparams
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
@@ -133,19 +134,38 @@ def test_searches_for_picks_two_on_two_cores_and_one_on_a_gpu(monkeypatch):
   # The machine is set here (cores, no GPU, then a GPU), not read.
   monkeypatch.setattr(tf.config, "list_physical_devices",
                       lambda kind=None: [])
-  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
+  monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1})
   assert searches_for(DecodeHParams()) == 2
   assert searches_for(DecodeHParams(int8=True)) == 2
   assert searches_for(DecodeHParams(concurrent_searches=3)) == 3
-  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0})
+  monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0})
   assert searches_for(DecodeHParams()) == 1
   assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
-  monkeypatch.setattr(decoding.os, "sched_getaffinity", lambda pid: {0, 1})
+  monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1})
   monkeypatch.setattr(
       tf.config, "list_physical_devices",
       lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
   assert searches_for(DecodeHParams()) == 1
   assert searches_for(DecodeHParams(concurrent_searches=2)) == 2
+
+
+def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
+                                                      tiny_model):
+  monkeypatch.setattr(tf.config, "list_physical_devices",
+                      lambda kind=None: [])
+  monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1})
+  settled, weights_first = machine.settle(DecodeHParams(beam_size=2))
+  assert settled == DecodeHParams(beam_size=2, concurrent_searches=2)
+  assert not weights_first
+  assert machine.settle(settled) == (settled, False)  # settles to itself
+  with pytest.raises(ValueError, match="machine.settle"):
+    search_with_hparams(tiny_model, INPUTS, DecodeHParams())
+  settled = DecodeHParams(beam_size=2, extra_length=5, return_beams=True,
+                          concurrent_searches=2)
+  whole = search_with_hparams(tiny_model, INPUTS, settled)
+  expected = decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
+                        return_beams=True, concurrent_searches=2)
+  np.testing.assert_array_equal(whole["outputs"], expected["outputs"])
 
 
 def test_threads_per_search_share_the_cores():
@@ -162,7 +182,7 @@ def test_threads_per_search_share_the_cores():
 SET_THREADS = """
 import os
 import tensorflow as tf
-from t2tlite.decode.decoding import set_search_threads
+from t2tlite.decode.machine import set_search_threads
 # The user's own setting is left alone.
 os.environ["TF_NUM_INTRAOP_THREADS"] = "3"
 assert set_search_threads(2) is None

@@ -1,4 +1,4 @@
-"""A search's weights made once (`decoding.fixed_search_weights`): the
+"""A search's weights made once (`search.fixed_search_weights`): the
 outputs of weights made at every call, the model's variables not copied, and
 nothing of the weights made again in the traced search."""
 import keras
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.decoding import decode_ids, fixed_search_weights
+from t2tlite.decode.search import decode_ids, fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
@@ -40,9 +40,9 @@ def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
 def test_weights_in_the_compute_dtype_stay_the_variables(tiny_model):
   fixed = fixed_search_weights(tiny_model)
   for variable in tiny_model.weights:
-    assert fixed[variable.path] is variable.value
-  derived = [key for key in fixed if key.endswith(":decoding_kernel")]
-  assert derived and not isinstance(fixed[derived[0]], tf.Variable)
+    assert fixed.read(variable) is variable.value
+  derived = list(fixed.decoding_kernels.values())
+  assert derived and not isinstance(derived[0], tf.Variable)
 
 
 def test_bfloat16_casts_are_made_once():
@@ -51,8 +51,8 @@ def test_bfloat16_casts_are_made_once():
                max_length=16)
   model = build_model(hp, vocab_size=30, dtype="mixed_bfloat16")
   fixed = fixed_search_weights(model)
-  assert {fixed[v.path].dtype for v in model.weights} == {tf.bfloat16}
-  assert not any(isinstance(fixed[v.path], tf.Variable)
+  assert {fixed.read(v).dtype for v in model.weights} == {tf.bfloat16}
+  assert not any(isinstance(fixed.read(v), tf.Variable)
                  for v in model.weights)
 
 
@@ -78,3 +78,14 @@ def test_the_traced_search_does_not_make_the_weights(tiny_model):
   assert "Round" in graph_ops(graph(True, None))
   assert "Round" not in graph_ops(
       graph(True, fixed_search_weights(tiny_model, int8=True)))
+
+
+def test_the_weights_say_whether_they_are_int8(tiny_model):
+  assert not tiny_model.search_weights().int8
+  assert tiny_model.search_weights(int8=True).int8
+  with pytest.raises(ValueError, match="int8=True search"):
+    decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
+               search_weights=tiny_model.search_weights(int8=True))
+  with pytest.raises(ValueError, match="int8=False search"):
+    decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5, int8=True,
+               search_weights=tiny_model.search_weights())

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite import precision
-from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.search import decode_ids
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
 
 from int8_kernel import needs_int8
@@ -89,7 +90,8 @@ def test_quantized_product_keeps_the_input_dtype():
 
 
 def _first_step(model, int8_search):
-  decode_step, cache = model.prepare_decoding(INPUTS, None, int8=int8_search)
+  decode_step, cache = model.prepare_decoding(
+      INPUTS, None, search_weights=model.search_weights(int8=int8_search))
   step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
   ids = tf.zeros([INPUTS.shape[0]], tf.int32)
   return step, step(ids, cache)[0].numpy(), (ids, cache)

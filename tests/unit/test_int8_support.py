@@ -5,7 +5,8 @@ import dataclasses
 from absl import logging
 
 from t2tlite import onednn, precision
-from t2tlite.decode import decoding
+from t2tlite.decode import machine
+from t2tlite.decode.settings import DecodeHParams
 
 ON = onednn.Setting("1", onednn.BY_T2TLITE)
 OFF_BY_USER = onednn.Setting("0", onednn.BY_USER)
@@ -82,14 +83,17 @@ def test_decoding_turns_int8_off_where_unavailable_saying_why_once(
   warnings = []
   monkeypatch.setattr(logging, "warning",
                       lambda fmt, *args: warnings.append(fmt % args))
-  monkeypatch.setattr(decoding, "_int8_reasons_logged", set())
+  monkeypatch.setattr(machine, "_int8_reasons_logged", set())
   off = dataclasses.replace(ZEN3, onednn_enabled=False,
                             onednn_setting=OFF_BY_USER)
-  hp = decoding.DecodeHParams(int8=True, beam_size=2)
+  hp = DecodeHParams(int8=True, beam_size=2, concurrent_searches=1)
   for _ in range(2):
-    settled, weights_first = decoding.int8_here(hp, off)
+    settled, weights_first = machine.settle(hp, off)
     assert not settled.int8 and not weights_first
     assert settled.beam_size == 2
   assert len(warnings) == 1 and "TF_ENABLE_ONEDNN_OPTS=0" in warnings[0]
-  assert decoding.int8_here(hp, ZEN4) == (hp, True)
-  assert decoding.int8_here(hp, ZEN3) == (hp, False)
+  assert machine.settle(hp, ZEN4) == (hp, True)
+  assert machine.settle(hp, ZEN3) == (hp, False)
+  # An export keeps int8: its graph picks at each request.
+  assert machine.settle(hp, off, int8_chosen_per_call=True) == (hp, False)
+  assert len(warnings) == 1

@@ -182,7 +182,7 @@ def _closure(start):
 @pytest.mark.parametrize("module", [
     "t2tlite.layers.attention", "t2tlite.layers.word_pointer",
     "t2tlite.models.transformer", "t2tlite.decode.beam_search",
-    "t2tlite.decode.decoding"])
+    "t2tlite.decode.search", "t2tlite.decode.decoding"])
 def test_model_and_search_load_no_tokenizer(module):
   reached, external = _closure(module)
   assert not external & set(HEAVY), (

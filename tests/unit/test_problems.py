@@ -198,7 +198,7 @@ def test_reading_before_datagen_says_what_to_run(tmp_path):
 
 
 def test_problem_decode_defaults_under_user_overrides(caplog):
-  from t2tlite.decode.decoding import DecodeHParams
+  from t2tlite.decode.settings import DecodeHParams
   from t2tlite.problem_decoding import decode_hparams
   parsing = decode_hparams("parsing_wsj")
   assert (parsing.beam_size, parsing.alpha, parsing.extra_length) == (

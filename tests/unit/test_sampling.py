@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.decoding import DecodeHParams, decode_ids
+from t2tlite.decode.search import decode_ids
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.sampling import Sampler, sample_tokens
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],

@@ -12,7 +12,7 @@ from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
-from t2tlite.decode.decoding import decode_ids
+from t2tlite.decode.search import decode_ids
 from t2tlite.decode.sampling import Sampler
 from t2tlite.decode.tree_constraint import (CLOSE, END, OPEN, OTHER, TAG,
                                             TreeConstraint, classify_targets,

@@ -1,0 +1,115 @@
+"""Decoding settings: `DecodeHParams`, as t2t-decoder's --decode_hparams,
+an export and `decoding.Decoder` take them.
+
+    hp = DecodeHParams.parse("beam_size=4,alpha=0.6")
+"""
+import dataclasses
+
+from t2tlite import hparams_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeHParams:
+  """Decoding settings (paper section 6.1 defaults).
+
+  beam_size: hypotheses kept; 1 means greedy search (as in tensor2tensor).
+  alpha: GNMT length-penalty exponent ((5 + length) / 6) ** alpha.
+  extra_length: outputs stop at (input length + extra_length) tokens.
+  batch_size: sentences decoded together.
+  return_beams: also return every beam with its score (n-best).
+  constrained: apply the problem's decoding constraint, if it has one
+    (`Problem.decode_constraint`; parsing: well-formed trees).
+  int8: multiply the decoder's maps and the output projection in int8
+    (`t2tlite.layers.int8`): outputs change a little; faster where
+    float32 matmuls are slow (AVX2; BUILD_NOTES.md, "int8 decoding").
+    Not with XLA (the int8 kernel has no XLA form).
+  concurrent_searches: searches that decode one batch side by side, each
+    over a part of its sentences (`search.decode_ids`); 0 (auto): 2 on a
+    CPU with two or more cores, else 1 (`machine.searches_for`). float32
+    and bfloat16 outputs are those of one search (int8 ones can differ a
+    little on CPUs without VNNI, where its kernel depends on the row
+    count).
+  sampling_temperature: 0 searches (greedy or beam, as beam_size says);
+    > 0 samples each output token from the model's distribution with its
+    logits divided by this (`t2tlite.decode.sampling`; beam_size is then
+    unused).
+  top_k: sample among the k most probable tokens only; 0: all.
+  top_p: sample among the smallest set of most probable tokens whose
+    probability reaches top_p (nucleus sampling); 1: all. In (0, 1].
+  sampling_seed: outputs are a function of the seed and the input
+    sentence, whatever else shares its batch.
+  num_samples: outputs sampled per input (each line then holds them all,
+    as with return_beams).
+  """
+  beam_size: int = 4
+  alpha: float = 0.6
+  extra_length: int = 50
+  batch_size: int = 32
+  return_beams: bool = False
+  constrained: bool = True
+  int8: bool = False
+  concurrent_searches: int = 0
+  sampling_temperature: float = 0.0
+  top_k: int = 0
+  top_p: float = 1.0
+  sampling_seed: int = 0
+  num_samples: int = 1
+
+  def __post_init__(self):
+    hparams_lib.check_field_types(self, "decode hparam")
+    for name in ("beam_size", "batch_size"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"decode hparam {name} must be >= 1, got "
+                         f"{getattr(self, name)}")
+    for name in ("alpha", "extra_length", "concurrent_searches"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"decode hparam {name} must be >= 0, got "
+                         f"{getattr(self, name)}")
+    self._check_sampling()
+
+  def _check_sampling(self):
+    if self.sampling_temperature < 0:
+      raise ValueError("decode hparam sampling_temperature must be > 0 to "
+                       "sample (0: search), got "
+                       f"{self.sampling_temperature}")
+    if self.top_k < 0:
+      raise ValueError(f"decode hparam top_k must be >= 0, got {self.top_k}")
+    if not 0 < self.top_p <= 1:
+      raise ValueError(f"decode hparam top_p must be in (0, 1], got "
+                       f"{self.top_p}")
+    if self.num_samples < 1:
+      raise ValueError(f"decode hparam num_samples must be >= 1, got "
+                       f"{self.num_samples}")
+    asked = [name for name, unset in (("top_k", 0), ("top_p", 1.0),
+                                      ("num_samples", 1))
+             if getattr(self, name) != unset]
+    if asked and not self.sampling_temperature:
+      raise ValueError(f"decode hparam {asked[0]}={getattr(self, asked[0])} "
+                       "samples: it needs sampling_temperature > 0 (got 0, "
+                       "which searches)")
+    if self.sampling_temperature and self.return_beams:
+      raise ValueError("decode hparam return_beams is for beam search; "
+                       "with sampling_temperature > 0 ask for num_samples")
+
+  @property
+  def sampling(self):
+    """Outputs are sampled (sampling_temperature > 0), not searched."""
+    return self.sampling_temperature > 0
+
+  @property
+  def multiple_outputs(self):
+    """Each input gets a list of outputs (n-best beams or samples)."""
+    return self.return_beams or self.num_samples > 1
+
+  @property
+  def outputs_per_input(self):
+    """Outputs in each input's list when multiple_outputs."""
+    return self.num_samples if self.sampling else self.beam_size
+
+  @classmethod
+  def parse(cls, text):
+    """From `"beam_size=4,alpha=0.6"`; unknown names and bad values raise
+    ValueError naming them."""
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    return cls(**hparams_lib.parse_typed_overrides(text, types,
+                                                   "decode hparam"))
