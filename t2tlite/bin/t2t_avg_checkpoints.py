@@ -21,10 +21,11 @@ flags.declare_key_flag("output_dir")
 flags.DEFINE_integer("n", 5, "How many checkpoints to average (the paper: "
                      "the newest 5 for base models, 20 for big ones).",
                      lower_bound=1)
-flags.DEFINE_string("checkpoint_path", None, "A folder of checkpoints whose "
-                    "'checkpoint' file lists the ones to average, the last N "
-                    "of them: OUTPUT_DIR/best (its N best by the dev "
-                    "metric). Default: --output_dir (its newest N).")
+flags.DEFINE_string("checkpoint_path", None, "Average the last N "
+                    "checkpoints that this folder's 'checkpoint' file lists, "
+                    "such as OUTPUT_DIR/best: its N best by the dev metric "
+                    "(train with t2t-trainer --keep_best_checkpoints=N or "
+                    "more). Default: --output_dir (its newest N).")
 
 FLAGS = flags.FLAGS
 
