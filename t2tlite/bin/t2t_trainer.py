@@ -119,6 +119,13 @@ flags.DEFINE_float("train_minutes", None, "Train for this many minutes "
                    "learning-rate cool-down and the evaluations end within "
                    "the budget; the plan is kept in run.json and a restart "
                    "continues it.", lower_bound=0.01)
+flags.DEFINE_integer("keep_best_checkpoints", 1, "How many of the best "
+                     "checkpoints by the dev metric OUTPUT_DIR/best keeps "
+                     "(on a tie the earlier step stays); its 'checkpoint' "
+                     "file names the best, so --checkpoint_path="
+                     "OUTPUT_DIR/best loads it, and t2t-avg-checkpoints "
+                     "--checkpoint_path=OUTPUT_DIR/best --n=N averages the "
+                     "N best.", lower_bound=1)
 flags.DEFINE_bool("export_best", False, "Export OUTPUT_DIR/best as a "
                   "SavedModel (OUTPUT_DIR/export_best/<version>) each time "
                   "it improves.")
@@ -133,7 +140,7 @@ _RECORDED_FLAGS = (
     "mixed_precision", "random_seed", "log_step_count_steps",
     "worker_timeout_secs", "dev_metric", "eval_decode_samples",
     "eval_decode_hparams", "early_stopping_patience", "export_best",
-    "train_minutes")
+    "keep_best_checkpoints", "train_minutes")
 _PATH_FLAGS = ("output_dir", "data_dir", "tmp_dir", "raw_data_dir",
                "t2t_usr_dir")
 
@@ -214,11 +221,13 @@ def _check_evaluation(problem, data_dir):
     raise console.CommandError(
         f"--schedule={FLAGS.schedule} evaluates on dev, but {error}") from None
   wants_metric = (FLAGS["dev_metric"].present and FLAGS.dev_metric) or (
-      FLAGS.early_stopping_patience > 0) or FLAGS.export_best
+      FLAGS.early_stopping_patience > 0) or FLAGS.export_best or (
+          FLAGS.keep_best_checkpoints > 1)
   if wants_metric:
     if not FLAGS.dev_metric:
       raise console.CommandError(
-          "--early_stopping_patience and --export_best need --dev_metric.")
+          "--early_stopping_patience, --export_best and "
+          "--keep_best_checkpoints need --dev_metric.")
     try:
       dev_metric_lib.check_metric(problem)
     except dev_metric_lib.MetricError as error:
@@ -343,6 +352,7 @@ def _train(output_dir):
       mixed_precision=choice.precision,
       log_every_steps=FLAGS.log_step_count_steps, model=model,
       early_stopping_patience=FLAGS.early_stopping_patience,
+      keep_best_checkpoints=FLAGS.keep_best_checkpoints,
       train_minutes=train_minutes, plan=plan)
   dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice, chief,
                                 strategy)

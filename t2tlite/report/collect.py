@@ -45,7 +45,7 @@ class Run:
   metrics: list
   eval_results: dict | None
   checkpoints: list
-  best_checkpoint: str | None   # the newest checkpoint in OUTPUT_DIR/best
+  best_checkpoint: str | None   # the last one OUTPUT_DIR/best lists: the best
   best_info: dict | None        # a JSON file OUTPUT_DIR/best may hold
 
 

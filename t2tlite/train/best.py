@@ -1,15 +1,30 @@
-"""The best checkpoint of a run by its dev metric, kept in OUTPUT_DIR/best,
+"""The best checkpoints of a run by its dev metric, kept in OUTPUT_DIR/best,
 and the per-evaluation log OUTPUT_DIR/metrics.jsonl.
 
     OUTPUT_DIR/best/
-      ckpt-N.index, ckpt-N.data-*   a copy of the best checkpoint
-      checkpoint                    so that the folder works as
-                                    --checkpoint_path=OUTPUT_DIR/best
-      best.json                     {"step", "metric", "value", "scores"}
+      ckpt-N.index, ckpt-N.data-*   copies of the kept checkpoints: the
+                                    `keep` best (t2t-trainer's
+                                    --keep_best_checkpoints, default 1)
+      checkpoint                    model_checkpoint_path names the best, so
+                                    --checkpoint_path=OUTPUT_DIR/best loads
+                                    it; all_model_checkpoint_paths lists the
+                                    kept ones worst first, best last (as a
+                                    run folder lists oldest first, newest
+                                    last), so averaging the last N of the
+                                    folder averages the N best
+      best.json                     the best: {"step", "metric", "value",
+                                    "scores", "checkpoint"}, and "kept":
+                                    [{"step", "value", "checkpoint"}] of
+                                    every kept one, best first
+
+Checkpoints rank by value, higher first; on a tie the earlier step ranks
+first (a later step must be better to displace it).
 
 The folder is outside the CheckpointManager's, so keep_checkpoint_max never
-deletes it. A new best is copied into a temporary folder that then replaces
-the old one by renames: a reader sees the old best or the new one, whole.
+deletes it. A change is written into a temporary folder that then replaces
+the old one by renames: a reader sees the old folder or the new one, whole.
+Only the newly kept checkpoint is copied; the ones kept before are hard
+links to the old folder's files (copies where the file system has none).
 """
 import glob
 import json
@@ -22,7 +37,8 @@ METRICS_FILE = "metrics.jsonl"
 
 
 def read_best(output_dir):
-  """best.json of the run ({"step", "metric", "value", "scores"}) or None."""
+  """best.json of the run ({"step", "metric", "value", "scores",
+  "checkpoint", "kept"}) or None."""
   path = os.path.join(output_dir, BEST_DIR, BEST_FILE)
   try:
     with open(path, encoding="utf-8") as f:
@@ -31,35 +47,91 @@ def read_best(output_dir):
     return None
 
 
-def keep_best(output_dir, checkpoint_prefix, step, metric, value, scores):
-  """Copies checkpoint `checkpoint_prefix` (".../ckpt-N") into
-  OUTPUT_DIR/best, replacing the one there.
+def kept_checkpoints(best):
+  """The kept checkpoints of a best.json ([{"step", "value",
+  "checkpoint"}], best first); [] for None. A best.json written before
+  "kept" existed keeps its best alone."""
+  if best is None:
+    return []
+  return best.get("kept") or [{key: best[key] for key in
+                               ("step", "value", "checkpoint")}]
+
+
+def ranked(kept, entry, keep):
+  """`kept` (best first) with `entry` ({"step", "value", "checkpoint"})
+  ranked among them, cut to the `keep` best. A kept entry of the same step
+  is replaced (the step was scored again, after a resume)."""
+  others = [e for e in kept if e["step"] != entry["step"]]
+  order = sorted(others + [entry], key=lambda e: (-e["value"], e["step"]))
+  return order[:keep]
+
+
+def keep_best(output_dir, checkpoint_prefix, step, metric, value, scores,
+              keep=1):
+  """Keeps checkpoint `checkpoint_prefix` (".../ckpt-N", scored `value`)
+  in OUTPUT_DIR/best if it ranks among the `keep` best so far, dropping
+  the one it displaces.
 
   Returns:
-    The prefix of the copy (OUTPUT_DIR/best/ckpt-N).
+    The prefix of its copy (OUTPUT_DIR/best/ckpt-N), or None when it does
+    not rank among them (nothing is written then).
   """
-  name = os.path.basename(checkpoint_prefix)
+  if keep < 1:
+    raise ValueError(f"keep_best_checkpoints={keep}: expected at least 1")
   final = os.path.join(output_dir, BEST_DIR)
+  old = read_best(output_dir)
+  name = os.path.basename(checkpoint_prefix)
+  entry = {"step": step, "value": value, "checkpoint": name}
+  kept = ranked(kept_checkpoints(old), entry, keep)
+  if not any(e is entry for e in kept):
+    return None
   tmp = f"{final}.tmp-{os.getpid()}"
   shutil.rmtree(tmp, ignore_errors=True)
   os.makedirs(tmp)
-  for path in [checkpoint_prefix + ".index",
-               *glob.glob(glob.escape(checkpoint_prefix) + ".data-*")]:
-    shutil.copyfile(path, os.path.join(tmp, os.path.basename(path)))
-  # The CheckpointState text format tf.train.latest_checkpoint reads.
-  with open(os.path.join(tmp, "checkpoint"), "w", encoding="utf-8") as f:
-    f.write(f'model_checkpoint_path: "{name}"\n'
-            f'all_model_checkpoint_paths: "{name}"\n')
+  for e in kept:
+    if e is entry:
+      _copy_checkpoint(checkpoint_prefix, tmp, shutil.copyfile)
+    else:
+      _copy_checkpoint(os.path.join(final, e["checkpoint"]), tmp, _link)
+  _write_state(tmp, [e["checkpoint"] for e in kept])
+  best = ({"step": step, "metric": metric, "value": value, "scores": scores,
+           "checkpoint": name} if kept[0] is entry else
+          {key: old[key] for key in ("step", "metric", "value", "scores",
+                                     "checkpoint")})
   with open(os.path.join(tmp, BEST_FILE), "w", encoding="utf-8") as f:
-    json.dump({"step": step, "metric": metric, "value": value,
-               "scores": scores, "checkpoint": name}, f, indent=2,
-              sort_keys=True)
-  old = f"{final}.old-{os.getpid()}"
+    json.dump({**best, "kept": kept}, f, indent=2, sort_keys=True)
+  previous = f"{final}.old-{os.getpid()}"
   if os.path.isdir(final):
-    os.replace(final, old)
+    os.replace(final, previous)
   os.replace(tmp, final)
-  shutil.rmtree(old, ignore_errors=True)
+  shutil.rmtree(previous, ignore_errors=True)
   return os.path.join(final, name)
+
+
+def _copy_checkpoint(prefix, folder, copy):
+  """Puts the files of checkpoint `prefix` into `folder` with `copy(src,
+  dst)`."""
+  for path in [prefix + ".index",
+               *glob.glob(glob.escape(prefix) + ".data-*")]:
+    copy(path, os.path.join(folder, os.path.basename(path)))
+
+
+def _link(source, destination):
+  """A hard link (no bytes copied), or a copy where links are refused."""
+  try:
+    os.link(source, destination)
+  except OSError:
+    shutil.copyfile(source, destination)
+
+
+def _write_state(folder, names):
+  """The CheckpointState text file tf.train.latest_checkpoint reads:
+  `names` best first; the best is model_checkpoint_path, and the list runs
+  worst first, as averaging reads its end."""
+  lines = [f'model_checkpoint_path: "{names[0]}"\n']
+  lines += [f'all_model_checkpoint_paths: "{n}"\n' for n in reversed(names)]
+  with open(os.path.join(folder, "checkpoint"), "w", encoding="utf-8") as f:
+    f.write("".join(lines))
 
 
 def append_metrics(output_dir, record):

@@ -72,6 +72,8 @@ class TrainConfig:
     model: the registered model name (t2tlite.registry.models).
     early_stopping_patience: with a dev metric, stop training after this
       many evaluations without a better score; 0 = never.
+    keep_best_checkpoints: with a dev metric, how many of the best
+      checkpoints OUTPUT_DIR/best keeps (`best.py`), >= 1.
     train_minutes: > 0: plan train_steps from the measured step rate so
       that the run ends within this many minutes (`budget.py`); train_steps
       is then ignored, unless `plan` holds a plan already made.
@@ -91,6 +93,7 @@ class TrainConfig:
   eval_split: str = "dev"
   model: str = models.DEFAULT_MODEL
   early_stopping_patience: int = 0
+  keep_best_checkpoints: int = 1
   train_minutes: float = 0.0
   plan: budget.Plan | None = None
 
@@ -209,8 +212,8 @@ class Trainer:
       `preemption.reporting_lost_workers`). None logs the error.
     dev_metric: None, or a `dev_metric.DevMetric`: every evaluation then
       also decodes dev with the checkpoint of the step and scores it; the
-      best checkpoint is kept in OUTPUT_DIR/best (`best.py`). Single-worker
-      runs only.
+      best checkpoints (config.keep_best_checkpoints) are kept in
+      OUTPUT_DIR/best (`best.py`). Single-worker runs only.
     on_best: None, or called with the prefix of OUTPUT_DIR/best's
       checkpoint each time it improves (e.g. to export it).
   """
@@ -264,6 +267,9 @@ class Trainer:
                        "single-worker runs only")
     if config.early_stopping_patience and dev_metric is None:
       raise ValueError("early_stopping_patience needs a dev metric")
+    if config.keep_best_checkpoints < 1:
+      raise ValueError(f"keep_best_checkpoints={config.keep_best_checkpoints}"
+                       ": expected at least 1")
     self.best = best_lib.read_best(config.output_dir)
     self.evaluations_since_best = best_lib.evaluations_since_best(
         best_lib.read_metrics(config.output_dir),
@@ -457,7 +463,8 @@ class Trainer:
 
   def _score_dev(self, step):
     """Decodes and scores dev with the checkpoint of `step` (saved first if
-    need be) and keeps it as OUTPUT_DIR/best when it is the best so far.
+    need be) and keeps it in OUTPUT_DIR/best when it ranks among the
+    config's keep_best_checkpoints best so far.
 
     Returns:
       {"metric": name, name: score, "scores": every figure,
@@ -466,23 +473,27 @@ class Trainer:
     if self._saved_step != step:
       self.save()
     result = self.dev_metric.score(self._saved_path)
+    # On a tie the earlier step stays the best.
     improved = self.best is None or result.value > self.best["value"]
-    if improved:
-      path = best_lib.keep_best(self.config.output_dir, self._saved_path,
-                                step, result.name, result.value,
-                                result.scores)
+    path = best_lib.keep_best(self.config.output_dir, self._saved_path, step,
+                              result.name, result.value, result.scores,
+                              keep=self.config.keep_best_checkpoints)
+    if path is not None:
       self.best = best_lib.read_best(self.config.output_dir)
+    if improved:
       self.evaluations_since_best = 0
     else:
       self.evaluations_since_best += 1
+    best_dir = os.path.join(self.config.output_dir, best_lib.BEST_DIR)
+    kept = (f", kept in {best_dir}" if improved else
+            f", kept in {best_dir} among the "
+            f"{self.config.keep_best_checkpoints} best" if path else "")
     logging.info(
         "dev %s at step %d: %.2f (%s; best %.2f at step %d%s)", result.name,
         step, result.value,
         ", ".join(f"{k} {v:.2f}" for k, v in result.scores.items()
                   if k != result.name) or f"{result.sentences} sentences",
-        self.best["value"], self.best["step"],
-        ", kept in " + os.path.join(self.config.output_dir, best_lib.BEST_DIR)
-        if improved else "")
+        self.best["value"], self.best["step"], kept)
     if improved and self.on_best is not None:
       self.on_best(path)
     return {"metric": result.name, result.name: result.value,

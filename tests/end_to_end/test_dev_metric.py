@@ -1,14 +1,15 @@
 """The dev metric while training, through the installed commands: BLEU logged
 at each evaluation equals t2t-decoder + t2t-bleu on the same checkpoint; the
-best checkpoint is kept in OUTPUT_DIR/best and t2t-decoder reads it; the
-scores reach metrics.jsonl and TensorBoard."""
+best checkpoints are kept in OUTPUT_DIR/best (--keep_best_checkpoints=2),
+t2t-decoder reads the best one there and t2t-avg-checkpoints averages them;
+the scores reach metrics.jsonl and TensorBoard."""
 import json
 import re
 
 import pytest
 
 import tiny_translation
-from train_helpers import command, read_scalars
+from train_helpers import command, console_script, read_scalars, run
 
 HPARAMS = ("num_layers=1,d_model=64,d_ff=128,num_heads=2,d_k=32,d_v=32,"
            "batch_size=1024,warmup_steps=40,learning_rate_cooldown_steps=0,"
@@ -34,7 +35,7 @@ def translation_run(tmp_path_factory):
       f"--train_steps={STEPS}", f"--local_eval_frequency={EVERY}",
       f"--eval_decode_samples={SAMPLES}", "--eval_steps=2",
       "--mixed_precision=float32", "--random_seed=1",
-      "--keep_checkpoint_max=1", timeout=600)
+      "--keep_checkpoint_max=1", "--keep_best_checkpoints=2", timeout=600)
   return tmp, data_dir, output_dir, output
 
 
@@ -44,23 +45,25 @@ def _records(output_dir):
 
 
 def _decode_and_bleu(tmp, data_dir, output_dir, checkpoint, name):
-  """t2t-decoder on the first SAMPLES dev lines, then t2t-bleu: (cased
-  sacreBLEU, tokenized cased BLEU) as t2t-bleu prints them."""
+  """t2t-decoder on the first SAMPLES dev lines (logging at INFO), then
+  t2t-bleu: (cased sacreBLEU, tokenized cased BLEU as t2t-bleu prints them,
+  the translations, t2t-decoder's output)."""
   source, reference = (tmp / f"dev.{name}.en", tmp / f"dev.{name}.de")
   for path, side in ((source, "inputs"), (reference, "targets")):
     lines = (data_dir / f"translate_ende_wmt-dev.{side}.txt").read_text(
         encoding="utf-8").splitlines()[:SAMPLES]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
   out = tmp / f"dev.{name}.out.de"
-  command("t2t-decoder", f"--output_dir={output_dir}",
-          f"--checkpoint_path={checkpoint}", f"--decode_from_file={source}",
-          f"--decode_to_file={out}", "--mixed_precision=float32")
+  decoder = command("t2t-decoder", f"--output_dir={output_dir}",
+                    f"--checkpoint_path={checkpoint}",
+                    f"--decode_from_file={source}", f"--decode_to_file={out}",
+                    "--mixed_precision=float32", "--verbosity=0")
   report = command("t2t-bleu", f"--translation={out}",
                    f"--reference={reference}")
   cased = float(re.search(r"^BLEU = ([\d.]+)", report, re.M).group(1))
   tokenized = float(re.search(r"tokenized BLEU .*: cased ([\d.]+)",
                               report).group(1))
-  return cased, tokenized, out.read_text(encoding="utf-8")
+  return cased, tokenized, out.read_text(encoding="utf-8"), decoder
 
 
 @pytest.mark.timeout(900)
@@ -71,7 +74,7 @@ def test_logged_bleu_is_t2t_bleu_of_t2t_decoder(translation_run):
   last = records[-1]
   assert set(last) >= {"step", "wall_time", "loss", "bleu", "bleu_uncased",
                        "bleu_tokenized", "bleu_tokenized_uncased"}
-  cased, tokenized, _ = _decode_and_bleu(tmp, data_dir, output_dir,
+  cased, tokenized, _, _ = _decode_and_bleu(tmp, data_dir, output_dir,
                                          output_dir / f"ckpt-{STEPS}", "last")
   assert last["bleu"] > 0, "the check needs a model that is not all wrong"
   assert round(last["bleu"], 2) == cased
@@ -83,16 +86,37 @@ def test_logged_bleu_is_t2t_bleu_of_t2t_decoder(translation_run):
 
 
 @pytest.mark.timeout(900)
-def test_best_checkpoint_survives_pruning_and_decodes(translation_run):
+def test_best_checkpoints_survive_pruning_decode_and_average(translation_run):
   tmp, data_dir, output_dir, _ = translation_run
   records = _records(output_dir)
+  # max() takes the first of equal scores: on a tie the earlier step stays.
   best = max(records, key=lambda r: r["bleu"])
   kept = json.loads((output_dir / "best" / "best.json").read_text())
   assert kept["step"] == best["step"] and kept["value"] == best["bleu"]
-  assert (output_dir / "best" / f"ckpt-{best['step']}.index").exists()
+  ranked = sorted(records, key=lambda r: (-r["bleu"], r["step"]))
+  assert kept["kept"] == [{"step": r["step"], "value": r["bleu"],
+                           "checkpoint": f"ckpt-{r['step']}"}
+                          for r in ranked]
+  assert sorted(p.name for p in (output_dir / "best").glob("*.index")) == [
+      f"ckpt-{EVERY}.index", f"ckpt-{STEPS}.index"]
   # keep_checkpoint_max=1 pruned every other checkpoint of the run folder.
   assert [p.name for p in output_dir.glob("ckpt-*.index")] == [
       f"ckpt-{STEPS}.index"]
-  cased, _, _ = _decode_and_bleu(tmp, data_dir, output_dir,
-                                 output_dir / "best", "best")
+  cased, _, _, decoder = _decode_and_bleu(tmp, data_dir, output_dir,
+                                          output_dir / "best", "best")
+  assert f"Decoding with {output_dir / 'best'}/ckpt-{best['step']} " in \
+      decoder
   assert cased == round(best["bleu"], 2)
+  # The two best, averaged; asking for more is one line saying what to do.
+  averaged = command("t2t-avg-checkpoints", f"--output_dir={output_dir}",
+                     f"--checkpoint_path={output_dir / 'best'}", "--n=2")
+  assert averaged.strip().splitlines()[-1] == str(
+      output_dir / "averaged" / f"ckpt-{STEPS}")
+  code, output = run([console_script("t2t-avg-checkpoints"),
+                      f"--output_dir={output_dir}",
+                      f"--checkpoint_path={output_dir / 'best'}", "--n=3"],
+                     timeout=300)
+  assert code == 1 and "Traceback" not in output, output[-3000:]
+  assert (f"t2t-avg-checkpoints: error: --n=3 but {output_dir / 'best'} "
+          "keeps only 2 checkpoints") in output
+  assert "t2t-trainer --keep_best_checkpoints" in output

@@ -1,4 +1,5 @@
-"""Checkpoint averaging gives the element-wise mean of the model variables."""
+"""Checkpoint averaging gives the element-wise mean of the model variables,
+of a run's newest checkpoints or of the best ones kept in OUTPUT_DIR/best."""
 import os
 
 import numpy as np
@@ -8,6 +9,7 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import run_dir
 from t2tlite.train import averaging
+from t2tlite.train import best as best_lib
 from t2tlite.train.schedules import build_optimizer
 import train_helpers
 
@@ -79,3 +81,28 @@ def test_command_line_averages_the_last_two(three_checkpoints):
     np.testing.assert_allclose(weight.numpy(),
                                (saved[20][i] + saved[30][i]) / 2, rtol=1e-6,
                                atol=1e-6)
+
+
+def test_averages_the_n_best_of_the_best_folder(three_checkpoints, tmp_path):
+  output_dir, saved = three_checkpoints
+  best_dir = os.path.join(output_dir, "best")
+  for step, value in ((10, 3.0), (20, 1.0), (30, 2.0)):
+    best_lib.keep_best(output_dir, os.path.join(output_dir, f"ckpt-{step}"),
+                       step, "exact_match", value, {}, keep=2)
+  # Numbered by the highest step averaged; the run folder's newest two
+  # (20 and 30) are not the best two (10 and 30).
+  prefix = averaging.average_checkpoints(
+      output_dir, 2, averaged_dir=str(tmp_path), checkpoint_dir=best_dir)
+  assert prefix == os.path.join(tmp_path, "ckpt-30")
+  model, _, _ = run_dir.load_trained_model(output_dir, checkpoint_path=prefix)
+  for i, weight in enumerate(model.weights):
+    np.testing.assert_allclose(weight.numpy(),
+                               (saved[10][i] + saved[30][i]) / 2, rtol=1e-6,
+                               atol=1e-6)
+  with pytest.raises(ValueError, match=(
+      f"n=3 but {best_dir} keeps only 2 checkpoints .ckpt-30, ckpt-10.; use "
+      "n=2, or train with a larger t2t-trainer --keep_best_checkpoints")):
+    averaging.average_checkpoints(output_dir, 3, checkpoint_dir=best_dir)
+  with pytest.raises(FileNotFoundError, match="not a folder"):
+    averaging.average_checkpoints(output_dir, 1, checkpoint_dir=os.path.join(
+        output_dir, "ckpt-30"))
