@@ -1,7 +1,8 @@
 """t2t-trainer's early stopping and time budget (--train_minutes: planned
-once, kept across a resume, ended inside the budget), and its one-line
-errors for runs that cannot evaluate or plan: no dev split, no metric, a
-budget too short for the schedule."""
+once, kept across a resume; that a budgeted run ends inside its budget with
+its schedule complete is checked on the README's quick start,
+test_quickstart.py), and its one-line errors for runs that cannot evaluate
+or plan: no dev split, no metric, a budget too short for the schedule."""
 import json
 import os
 import pathlib
@@ -147,33 +148,6 @@ def test_budgeted_run_keeps_its_plan_across_a_resume(reverse_data, tmp_path):
   # Another budget is refused.
   code, output = run(command[:-1] + ["--train_minutes=2"], timeout=120)
   assert code == 1 and "a restart continues that plan" in output, output
-
-
-@pytest.mark.slow  # a half-minute budget, spent by design
-@pytest.mark.timeout(300)
-def test_budgeted_run_ends_inside_its_budget(reverse_data, tmp_path):
-  output_dir = tmp_path / "train"
-  code, output = run(_budget_command(reverse_data, output_dir, BUDGET),
-                     timeout=250)
-  assert code == 0, output[-3000:]
-  plan = _plan(output_dir)
-  match = re.search(r"Step (\d+) \(final checkpoint\) after ([\d.]+) "
-                    r"minutes of the 0.5-minute budget", output)
-  assert match, output[-3000:]
-  assert int(match.group(1)) == plan["train_steps"]
-  # The plan is fixed on the rate of the first steps; on a machine shared
-  # with other work (the suite runs two processes at once) the rate drifts
-  # later, so the end may pass the budget by a little (0.9 minutes of 0.75
-  # seen with four other trainings on the two cores).
-  assert float(match.group(2)) <= 0.5 * 1.25
-  assert train_helpers.latest_step(str(output_dir)) == plan["train_steps"]
-  # The schedule completed: the last update's rate is 1/30 of eq. (3)'s.
-  last = plan["train_steps"]
-  rate = train_helpers.read_scalars(str(output_dir))["learning_rate"][last]
-  hp = json.loads((output_dir / "hparams.json").read_text())
-  noam = hp["learning_rate_scale"] * hp["d_model"]**-0.5 * min(
-      last**-0.5, last * hp["warmup_steps"]**-1.5)
-  assert rate == pytest.approx(noam / 30, rel=1e-3)
 
 
 @pytest.mark.timeout(300)
