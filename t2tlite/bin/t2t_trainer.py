@@ -117,8 +117,9 @@ flags.DEFINE_float("train_minutes", None, "Train for this many minutes "
                    "planned from the step rate measured over the first ones "
                    "(and one timed evaluation), so that the warm-up, the "
                    "learning-rate cool-down and the evaluations end within "
-                   "the budget; the plan is kept in run.json and a restart "
-                   "continues it.", lower_bound=0.01)
+                   "the budget; until the cool-down starts the plan is "
+                   "re-estimated from the rate since; it is kept in "
+                   "run.json and a restart continues it.", lower_bound=0.01)
 flags.DEFINE_integer("keep_best_checkpoints", 1, "How many of the best "
                      "checkpoints by the dev metric OUTPUT_DIR/best keeps "
                      "(on a tie the earlier step stays); its 'checkpoint' "

@@ -14,8 +14,15 @@ plan) and the learning-rate schedule's cool-down ends at it:
                                meter.step_seconds(), warmup, cooldown,
                                eval_every, eval_seconds)
 
-`plan_train_steps` is a pure function of its numbers; `StepRateMeter` takes
-its clock as an argument, so both are tested against a fake clock.
+Until the cool-down starts, the plan is re-estimated at each logged step
+from the rate since it was made (`replanned_train_steps`): the learning
+rate before the cool-down does not depend on the run's length, so a plan
+made during a load spike, or on a rate that drifts later, is corrected
+while that is still free. Each change is recorded in run.json.
+
+`plan_train_steps` and `replanned_train_steps` are pure functions of their
+numbers; `StepRateMeter` takes its clock as an argument, so all are tested
+against a fake clock.
 """
 import dataclasses
 import math
@@ -31,6 +38,10 @@ MIN_COOLDOWN_SHARE = 0.25
 # Kept free at the end: the final checkpoint, and the rate's own noise.
 RESERVE_SHARE = 0.03
 RESERVE_SECONDS = 5.0
+# A re-estimated plan replaces the plan only when it differs by at least
+# this share of its steps (a change retraces the training step), and only
+# after this many steps at the new rate.
+REPLAN_MIN_CHANGE = 0.02
 
 
 class BudgetError(ValueError):
@@ -47,13 +58,15 @@ class Plan:
   step_seconds: float
   eval_seconds: float
   cooldown_steps: int
+  replanned_at_step: int = 0  # the last re-estimate that changed it; 0: none
 
   def to_json(self):
     return dataclasses.asdict(self)
 
   @classmethod
   def from_json(cls, record):
-    return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)})
+    return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)
+                  if f.name in record})
 
 
 def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
@@ -101,6 +114,47 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
         f"least --train_minutes={math.ceil(seconds / 60)}, or lower "
         "warmup_steps and learning_rate_cooldown_steps.")
   return total
+
+
+def replanned_train_steps(budget_seconds, elapsed_seconds, step,
+                          step_seconds, planned_steps, warmup_steps,
+                          cooldown_steps, eval_every=0, eval_seconds=0.0):
+  """A plan's total steps re-estimated at `step`, or None to keep it.
+
+  Args:
+    budget_seconds, elapsed_seconds, eval_every, eval_seconds: as in
+      `plan_train_steps`.
+    step: optimizer steps done.
+    step_seconds: seconds per step measured since the plan was made
+      (evaluations left out).
+    planned_steps: the plan's total.
+    warmup_steps, cooldown_steps: the schedule's (the cool-down before any
+      shortening, as `plan_train_steps` takes it).
+  Returns:
+    The new total, whose cool-down starts after `step` (the steps already
+    taken had the rate of a run of any length) and which holds at least the
+    warm-up and MIN_COOLDOWN_SHARE of the cool-down; None when it differs
+    from `planned_steps` by less than REPLAN_MIN_CHANGE of it.
+  """
+  try:
+    total = plan_train_steps(budget_seconds, elapsed_seconds, step,
+                             step_seconds, warmup_steps, cooldown_steps,
+                             eval_every, eval_seconds)
+  except BudgetError:  # late for the schedule: its shortest form
+    total = warmup_steps + math.ceil(MIN_COOLDOWN_SHARE * cooldown_steps)
+  if step > warmup_steps:  # the cool-down must start after this step
+    total = max(total, step + cooldown_steps)
+  if abs(total - planned_steps) < max(1, REPLAN_MIN_CHANGE * planned_steps):
+    return None
+  return total
+
+
+def cooldown_started(step, train_steps, warmup_steps, cooldown_steps):
+  """Whether the steps after `step` are cooled down in a run of
+  `train_steps` (the schedule's cool-down, shortened as
+  `cooldown_steps_for` does)."""
+  cooldown = cooldown_steps_for(train_steps, warmup_steps, cooldown_steps)
+  return step > train_steps - cooldown
 
 
 def cooldown_steps_for(train_steps, warmup_steps, cooldown_steps):

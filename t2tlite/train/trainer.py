@@ -600,6 +600,54 @@ class Trainer:
         f" (shortened from {self.hp.learning_rate_cooldown_steps} to fit)")
     return metrics
 
+  def _may_replan(self, step, start_step):
+    """Whether a budgeted run may re-estimate its plan after `step`: this
+    process made the plan (a resumed run's clock started later), enough
+    steps were taken since, and the cool-down has not started."""
+    plan, hp = self.config.plan, self.hp
+    return (plan is not None and start_step < plan.planned_at_step and
+            step - plan.planned_at_step >= budget.MEASURE_STEPS and
+            step < self.config.train_steps and
+            not budget.cooldown_started(step, self.config.train_steps,
+                                        hp.warmup_steps,
+                                        hp.learning_rate_cooldown_steps))
+
+  def _replan(self, step, elapsed, eval_seconds):
+    """Re-estimates the plan from the step rate since it was made
+    (`budget.replanned_train_steps`); a change moves the run's end and its
+    cool-down, and is recorded in run.json.
+
+    Args:
+      step: optimizer steps done.
+      elapsed: seconds since training started.
+      eval_seconds: seconds spent in evaluations since the plan was made.
+    """
+    plan, hp = self.config.plan, self.hp
+    step_seconds = max(elapsed - plan.planned_after_seconds - eval_seconds,
+                       1e-6) / (step - plan.planned_at_step)
+    every = (self.config.local_eval_frequency
+             if self.config.schedule == "train_and_evaluate" else 0)
+    total = budget.replanned_train_steps(
+        plan.train_minutes * 60, elapsed, step, step_seconds,
+        plan.train_steps, hp.warmup_steps, hp.learning_rate_cooldown_steps,
+        every, plan.eval_seconds)
+    if total is None:
+      return
+    cooldown = budget.cooldown_steps_for(total, hp.warmup_steps,
+                                         hp.learning_rate_cooldown_steps)
+    self.set_train_steps(total, cooldown)
+    self.config = dataclasses.replace(self.config, plan=dataclasses.replace(
+        plan, train_steps=total, cooldown_steps=cooldown,
+        replanned_at_step=step))
+    if self.chief:
+      run_dir.record_plan(self.config.output_dir,
+                          self.config.plan.to_json())
+    logging.info(
+        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
+        "since step %d; cool-down over the last %d steps.", total,
+        plan.train_minutes, plan.train_steps, 1 / step_seconds,
+        plan.planned_at_step, cooldown)
+
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
     clock_start = time.monotonic()
@@ -621,6 +669,7 @@ class Trainer:
           self.strategy.num_replicas_in_sync,
           self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
+    eval_seconds = 0.0  # spent in the evaluations after a budget's plan
     if evaluate and self.patience_exhausted():  # a resumed run that stopped
       logging.info("Early stopping: no better dev %s in the last %d "
                    "evaluations (best %.2f at step %d); not training further.",
@@ -675,7 +724,9 @@ class Trainer:
         window = _Window(step)
       if evaluate and config.local_eval_frequency > 0 and (
           step % config.local_eval_frequency == 0):
+        started = time.monotonic()
         metrics, last_eval = self.evaluate(), step
+        eval_seconds += time.monotonic() - started
         if self.patience_exhausted():
           logging.info(
               "Early stopping at step %d: no better dev %s in %d "
@@ -698,6 +749,10 @@ class Trainer:
         raise preemption.Preempted(
             stop.requested or "signal to another worker", step,
             os.path.join(config.output_dir, f"ckpt-{step}"))
+      if step % config.log_every_steps == 0 and self._may_replan(
+          step, start_step):
+        self._replan(step, time.monotonic() - clock_start, eval_seconds)
+        config = self.config
     if self._saved_step != step:
       logging.info("Saving the final checkpoint...")
       self.save()

@@ -80,3 +80,38 @@ def test_plan_round_trips_through_json():
                      planned_after_seconds=9.5, step_seconds=0.03,
                      eval_seconds=2.0, cooldown_steps=1000)
   assert budget.Plan.from_json(plan.to_json()) == plan
+
+
+def test_replan_lengthens_a_plan_made_on_a_slow_start():
+  # Planned at 0.2 s a step (a load spike); 0.1 s a step since.
+  total = budget.replanned_train_steps(
+      600, elapsed_seconds=100, step=500, step_seconds=0.1,
+      planned_steps=2500, warmup_steps=100, cooldown_steps=1000)
+  assert total == budget.plan_train_steps(600, 100, 500, 0.1, 100, 1000)
+  assert total > 2500
+
+
+def test_replan_shortens_but_never_cools_a_step_already_taken():
+  # 1.0 s a step since the plan: 100 more steps at most, but the cool-down
+  # may only start after step 800.
+  total = budget.replanned_train_steps(
+      600, elapsed_seconds=500, step=800, step_seconds=1.0,
+      planned_steps=3000, warmup_steps=400, cooldown_steps=1000)
+  assert total == 800 + 1000
+  assert not budget.cooldown_started(800, total, 400, 1000)
+  assert budget.cooldown_started(801, total, 400, 1000)
+
+
+def test_replan_keeps_a_plan_that_still_fits():
+  planned = budget.plan_train_steps(600, 30, 50, 0.1, 100, 200)
+  assert budget.replanned_train_steps(
+      600, 130, 50 + 1000, 0.1 * 1.01, planned, 100, 200) is None
+
+
+def test_replan_on_a_late_run_keeps_the_shortest_schedule():
+  # Past the budget during the warm-up: the warm-up and a quarter of the
+  # cool-down, never an error.
+  total = budget.replanned_train_steps(
+      60, elapsed_seconds=70, step=50, step_seconds=0.5,
+      planned_steps=600, warmup_steps=100, cooldown_steps=400)
+  assert total == 100 + 100

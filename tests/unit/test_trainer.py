@@ -229,3 +229,35 @@ def test_misspelled_names_fail_at_once(command_line_runs, run, expected):
   assert code != 0
   assert expected in output, output[-3000:]
   assert "Training to step" not in output
+
+
+@pytest.mark.slow  # a half-minute budget, spent by design
+def test_a_budget_is_replanned_before_its_cooldown(tmp_path, strategy,
+                                                   monkeypatch):
+  # Any re-estimate that differs replaces the plan here: the rate of the
+  # steps timed for the plan differs from the later one.
+  from t2tlite.train import budget
+  monkeypatch.setattr(budget, "REPLAN_MIN_CHANGE", 0.0)
+  output_dir = str(tmp_path)
+  (tmp_path / "run.json").write_text("{}")  # the commands write it first
+  trainer = train_helpers.tiny_trainer(
+      output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=30",
+      train_minutes=0.5, log_every_steps=50)
+  trainer.train()
+  plan = trainer.config.plan
+  assert plan.replanned_at_step > plan.planned_at_step
+  assert json.loads((tmp_path / "run.json").read_text())["plan"] == (
+      plan.to_json())
+  assert trainer.step == plan.train_steps
+  rates = train_helpers.read_scalars(output_dir)["learning_rate"]
+  hp = trainer.hp
+  def noam(step):
+    return hp.learning_rate_scale * hp.d_model**-0.5 * min(
+        step**-0.5, step * hp.warmup_steps**-1.5)
+  # The steps before the last re-plan kept the uncooled rate; the schedule
+  # ended with the plan's cool-down.
+  for step, rate in rates.items():
+    if step <= plan.replanned_at_step:
+      assert rate == pytest.approx(noam(step), rel=1e-3), step
+  assert rates[plan.train_steps] == pytest.approx(
+      noam(plan.train_steps) / plan.cooldown_steps, rel=1e-3)
