@@ -109,7 +109,8 @@ class TrainConfig:
     if self.mixed_precision not in MIXED_PRECISION:
       raise ValueError(f"mixed_precision={self.mixed_precision!r}: expected "
                        "float32, bfloat16 or float16 (or None)")
-    for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
+    for name in ("train_steps", "keep_checkpoint_max", "log_every_steps",
+                 "keep_best_checkpoints"):
       if getattr(self, name) <= 0:
         raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
     if self.early_stopping_patience < 0:
@@ -267,9 +268,6 @@ class Trainer:
                        "single-worker runs only")
     if config.early_stopping_patience and dev_metric is None:
       raise ValueError("early_stopping_patience needs a dev metric")
-    if config.keep_best_checkpoints < 1:
-      raise ValueError(f"keep_best_checkpoints={config.keep_best_checkpoints}"
-                       ": expected at least 1")
     self.best = best_lib.read_best(config.output_dir)
     self.evaluations_since_best = best_lib.evaluations_since_best(
         best_lib.read_metrics(config.output_dir),
@@ -669,7 +667,7 @@ class Trainer:
           self.strategy.num_replicas_in_sync,
           self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
-    eval_seconds = 0.0  # spent in the evaluations after a budget's plan
+    eval_seconds = 0.0  # spent in evaluations (after a budget's plan)
     if evaluate and self.patience_exhausted():  # a resumed run that stopped
       logging.info("Early stopping: no better dev %s in the last %d "
                    "evaluations (best %.2f at step %d); not training further.",
@@ -717,6 +715,7 @@ class Trainer:
         metrics = self._plan(step, clock_start, meter)
         last_eval = step if metrics else last_eval
         meter, config, window = None, self.config, _Window(step)
+        eval_seconds = 0.0  # the re-estimates count evaluations from here
         continue
       if (step % config.log_every_steps == 0 or
           step == config.train_steps) and not config.planning:
