@@ -135,7 +135,10 @@ def test_budgeted_run_keeps_its_plan_across_a_resume(reverse_data, tmp_path):
   first = (tmp_path / "first.txt").read_text()
   assert proc.returncode == 75, first[-3000:]
   plan = _plan(output_dir)
-  assert f"Planned {plan['train_steps']} steps for {BUDGET}" in first
+  # The plan in run.json is the last one logged: as first made, or as
+  # re-estimated before the cool-down.
+  logged = "Re-planned" if plan["replanned_at_step"] else "Planned"
+  assert f"{logged} {plan['train_steps']} steps for {BUDGET}" in first
   stopped_at = train_helpers.latest_step(str(output_dir))
   assert stopped_at < plan["train_steps"]
   # The restart names no budget: it continues the plan to its end.
