@@ -309,7 +309,7 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
                                 static_shapes=xla, int8=int8,
                                 concurrent_searches=concurrent_searches,
                                 search_weights=weights),
-      jit_compile=xla)
+      jit_compile=xla, autograph=False)
 
 
 def concurrent_searches(requested, xla=False):

@@ -83,11 +83,15 @@ class Decoder:
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
     weights = search.fixed_search_weights(model, hp.int8, weights_first)
+    # Without AutoGraph: the search's loops and branches are tf.while_loop
+    # and tf.cond already, and converting the model's Python code took
+    # most of a decoder's start.
     self._decode = tf.function(
         lambda strings: decode_strings(model, vocab, strings, hp,
                                        self.target_vocab, constraint,
                                        weights),
-        input_signature=[tf.TensorSpec([None], tf.string)])
+        input_signature=[tf.TensorSpec([None], tf.string)],
+        autograph=False)
 
   def decode_batch(self, strings):
     """list of str -> (outputs, scores): a str and a float per input, or with

@@ -85,7 +85,7 @@ class Scorer:
     spec = tf.TensorSpec([None, None], tf.int32)
     self._score = tf.function(
         lambda inputs, targets: token_log_probs(model, inputs, targets),
-        input_signature=[spec, spec])
+        input_signature=[spec, spec], autograph=False)
 
   def encode(self, sources, targets):
     """(source id lists, target id lists), each ending with EOS."""

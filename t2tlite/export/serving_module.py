@@ -256,24 +256,31 @@ class ServingModule(tf.Module):
     weights = SearchWeights(**{field: {**getattr(fixed, field), **made[field]}
                                for field in SearchWeights._fields})
     self.search_weights = made
+    # Traced once, here, into concrete functions: tf.saved_model.save
+    # traces a tf.function attribute again in its own context (its cache
+    # key includes the save context), which doubled an export's tracing;
+    # a concrete function is saved as it is.
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,
                                       postprocess, weights),
-        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)])
+        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)],
+        autograph=False).get_concrete_function()
     self.translate_ids = tf.function(
         lambda inputs: translate_ids(model, vocab.size, hp, length, inputs,
                                      constraint, weights),
         input_signature=[tf.TensorSpec([None, None], tf.int32,
-                                       name=INPUT_KEY)])
+                                       name=INPUT_KEY)],
+        autograph=False).get_concrete_function()
     self.score = tf.function(
         lambda inputs, targets: score_text(model, vocab, self.target_vocab,
                                            length, inputs, targets),
         input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY),
-                         tf.TensorSpec([None], tf.string, name=TARGET_KEY)])
+                         tf.TensorSpec([None], tf.string, name=TARGET_KEY)],
+        autograph=False).get_concrete_function()
 
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
-    return {TEXT_SIGNATURE: self.translate_text.get_concrete_function(),
-            IDS_SIGNATURE: self.translate_ids.get_concrete_function(),
-            SCORE_SIGNATURE: self.score.get_concrete_function()}
+    return {TEXT_SIGNATURE: self.translate_text,
+            IDS_SIGNATURE: self.translate_ids,
+            SCORE_SIGNATURE: self.score}

@@ -276,9 +276,13 @@ class Trainer:
     # XLA compiles the per-replica forward and backward pass. Evaluation is not
     # compiled: inside its while loop, XLA on several replicas reads variables
     # from the wrong device ("Trying to access resource ... located in device").
+    # The steps without AutoGraph (their loops are over Python lists and
+    # ranges): converting the model's Python code took seconds at every
+    # start. The evaluation loop keeps it (a tf.range loop, a break), for
+    # itself only (_eval_replica_fn).
     self._micro_step = tf.function(self._micro_step_fn,
-                                   jit_compile=config.xla)
-    self._train_step = tf.function(self._train_step_fn)
+                                   jit_compile=config.xla, autograph=False)
+    self._train_step = tf.function(self._train_step_fn, autograph=False)
     self._eval_loop = tf.function(self._eval_loop_fn)
     self._writers = {}
 
@@ -380,6 +384,9 @@ class Trainer:
 
   # ---- evaluation ------------------------------------------------------------
 
+  # Called from the AutoGraph-converted evaluation loop, but not converted
+  # itself: the model's code needs no conversion (see __init__).
+  @tf.autograph.experimental.do_not_convert
   def _eval_replica_fn(self, batch):
     targets = batch["targets"]
     logits = self.model(batch, training=False)
@@ -553,7 +560,8 @@ class Trainer:
     self.config = dataclasses.replace(self.config, train_steps=train_steps)
     self.hp = self.hp.replace(train_steps=train_steps)
     set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
-    self._train_step = tf.function(self._train_step_fn)  # the new rate
+    self._train_step = tf.function(  # the new rate
+        self._train_step_fn, autograph=False)
 
   def _plan(self, step, clock_start, meter):
     """Plans the run's length after the measured steps (see budget.py):
