@@ -259,7 +259,8 @@ class ServingModule(tf.Module):
     # Traced once, here, into concrete functions: tf.saved_model.save
     # traces a tf.function attribute again in its own context (its cache
     # key includes the save context), which doubled an export's tracing;
-    # a concrete function is saved as it is.
+    # a concrete function is saved as it is. Without AutoGraph, as the
+    # Decoder (BUILD_NOTES.md, "Graphs traced without AutoGraph").
     self.translate_text = tf.function(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,
