@@ -191,6 +191,13 @@ def score_text(model, vocab, target_vocab, max_input_length, inputs,
                            target)
 
 
+def _traced(fn, *input_specs):
+  """`fn` traced once, without AutoGraph, into a concrete function of
+  `input_specs`."""
+  return tf.function(fn, input_signature=list(input_specs),
+                     autograph=False).get_concrete_function()
+
+
 def _variable(tensor):
   """A variable holding `tensor`, saved with an export and never trained."""
   return tf.Variable(tensor, trainable=False)
@@ -261,24 +268,20 @@ class ServingModule(tf.Module):
     # key includes the save context), which doubled an export's tracing;
     # a concrete function is saved as it is. Without AutoGraph, as the
     # Decoder (BUILD_NOTES.md, "Graphs traced without AutoGraph").
-    self.translate_text = tf.function(
+    self.translate_text = _traced(
         lambda inputs: translate_text(model, vocab, hp, length, inputs,
                                       self.target_vocab, constraint,
                                       postprocess, weights),
-        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY)],
-        autograph=False).get_concrete_function()
-    self.translate_ids = tf.function(
+        tf.TensorSpec([None], tf.string, name=INPUT_KEY))
+    self.translate_ids = _traced(
         lambda inputs: translate_ids(model, vocab.size, hp, length, inputs,
                                      constraint, weights),
-        input_signature=[tf.TensorSpec([None, None], tf.int32,
-                                       name=INPUT_KEY)],
-        autograph=False).get_concrete_function()
-    self.score = tf.function(
+        tf.TensorSpec([None, None], tf.int32, name=INPUT_KEY))
+    self.score = _traced(
         lambda inputs, targets: score_text(model, vocab, self.target_vocab,
                                            length, inputs, targets),
-        input_signature=[tf.TensorSpec([None], tf.string, name=INPUT_KEY),
-                         tf.TensorSpec([None], tf.string, name=TARGET_KEY)],
-        autograph=False).get_concrete_function()
+        tf.TensorSpec([None], tf.string, name=INPUT_KEY),
+        tf.TensorSpec([None], tf.string, name=TARGET_KEY))
 
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
