@@ -31,7 +31,6 @@ def run_folder(tmp_path_factory):
 
 # Two t2t-decoder processes (about 40 s on 2 cores): the user's command
 # itself, on the path an AVX2 CPU takes by default.
-@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_t2t_decoder_int8_without_onednn_decodes_as_float32(run_folder,
                                                             tmp_path):
@@ -60,7 +59,6 @@ def test_t2t_decoder_int8_without_onednn_decodes_as_float32(run_folder,
 
 # An export and a fresh serving process (over a minute on 2 cores): the
 # only way to show that a request never fails where the kernel is missing.
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_int8_export_served_without_onednn_translates_as_float32(
     run_folder, tmp_path):

@@ -116,9 +116,7 @@ def _plan(output_dir):
       run_file.exists()) else None
 
 
-# Slow (twice a half-minute budget in part): a budget is wall-clock time by
-# design.
-@pytest.mark.slow
+# Twice a half-minute budget in part: a budget is wall-clock time by design.
 @pytest.mark.timeout(400)
 def test_budgeted_run_keeps_its_plan_across_a_resume(reverse_data, tmp_path):
   output_dir = tmp_path / "train"

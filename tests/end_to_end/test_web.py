@@ -141,10 +141,9 @@ def _translate(url, request):
   return _post(url + "api/translate", json.dumps(request).encode())
 
 
-# Slow: it builds the module's served model (a run folder, its export,
-# t2t-decoder and t2t-serve, each loading TensorFlow), which every test here
-# shares; the browser checks themselves take seconds.
-@pytest.mark.slow
+# The first test builds the module's served model (a run folder, its
+# export, t2t-decoder and t2t-serve, each loading TensorFlow), which every
+# test here shares; the browser checks themselves take seconds.
 @pytest.mark.timeout(600)
 def test_page_translates_as_t2t_decoder_and_shows_attention(
     served, browser, sentence):
