@@ -12,7 +12,8 @@ one process per measurement, and appends one JSON line per measurement to
 run_peer.py, both tagged with the round). Decoding is compared with
 CTranslate2, the fastest decoder among the peers (float32 and int8; ours in
 float32 as t2t-decoder runs it, float32 as one search (`bench/run.py
---concurrent_searches 1`), bfloat16 and int8 (`bench/run.py --int8`));
+--concurrent_searches 1`), bfloat16, int8 (`bench/run.py --int8`) and int8
+in a bfloat16 model (both flags));
 training with tf-models-official and PyTorch. The table is the median over rounds
 of each variant, and each of our variants divided by the best peer of the same
 precision and by the fastest peer.
@@ -39,7 +40,9 @@ OURS = {
                      ["--concurrent_searches", "1"]),
                     ("t2tlite bfloat16", "bfloat16",
                      ["--mixed_precision=bfloat16"]),
-                    ("t2tlite int8", "int8", ["--int8"])],
+                    ("t2tlite int8", "int8", ["--int8"]),
+                    ("t2tlite int8, bfloat16", "int8",
+                     ["--int8", "--mixed_precision=bfloat16"])],
     "train_base": [("t2tlite float32", "float32", []),
                    ("t2tlite bfloat16", "bfloat16",
                     ["--mixed_precision=bfloat16"])],
@@ -100,7 +103,8 @@ def variants(work, isa="", float32_only=False):
   none below AVX-512); with float32_only both sides are float32 only."""
   ours, peers = OURS[work], PEERS[work]
   if isa:
-    ours = [variant for variant in ours if variant[1] != "bfloat16"]
+    ours = [variant for variant in ours if variant[1] != "bfloat16" and
+            "--mixed_precision=bfloat16" not in variant[2]]
   if float32_only:
     ours = [variant for variant in ours if variant[1] == "float32"]
     peers = [variant for variant in peers if variant[1] == "float32"]

@@ -103,7 +103,8 @@ def normalized_product(shifted, quantized, bits=ACTIVATION_BITS):
   # scaling and max_b = 1 the weights'; the bias removes the shift.
   return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
       a=shifted, b=tf.bitcast(quantized["kernel"], tf.qint8),
-      bias=-quantized["column_sums"] * ((steps + 1) / steps),
+      bias=-tf.cast(quantized["column_sums"], tf.float32) * (
+          (steps + 1) / steps),
       min_a=0.0, max_a=255.0 / steps, min_b=-1.0, max_b=1.0,
       min_freezed_output=-1.0, max_freezed_output=1.0, Toutput=tf.float32,
       input_quant_mode="SCALED")
@@ -157,7 +158,10 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
   else:
     shifted, row_scales = quantize_rows(x, bits)
     normalized = normalized_product(shifted, quantized, bits)
-  return tf.cast(normalized * row_scales * quantized["scales"], x.dtype)
+  # The scales are float32 as made; a search in bfloat16 may hand them over
+  # cast to its compute dtype with the other weights.
+  scales = tf.cast(quantized["scales"], tf.float32)
+  return tf.cast(normalized * row_scales * scales, x.dtype)
 
 
 def kernel_works():

@@ -56,6 +56,19 @@ def test_bfloat16_casts_are_made_once():
                  for v in model.weights)
 
 
+@needs_int8
+def test_int8_search_in_bfloat16_takes_its_scales_as_they_come():
+  # The weights made once for a bfloat16 search hand the int8 scales over
+  # in bfloat16 with everything else; the product takes them in float32.
+  keras.utils.set_random_seed(1)
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               max_length=16)
+  model = build_model(hp, vocab_size=30, dtype="mixed_bfloat16")
+  expected = searcher(model, True, 2)(INPUTS)
+  result = searcher(model, True, 2, fixed_search_weights(model, True))(INPUTS)
+  np.testing.assert_array_equal(result["outputs"], expected["outputs"])
+
+
 def graph_ops(graph):
   """Op types of a traced graph and of every function it calls."""
   ops = {op.type for op in graph.get_operations()}
