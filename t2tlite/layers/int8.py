@@ -158,8 +158,9 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
   else:
     shifted, row_scales = quantize_rows(x, bits)
     normalized = normalized_product(shifted, quantized, bits)
-  # The scales are float32 as made; a search in bfloat16 may hand them over
-  # cast to its compute dtype with the other weights.
+  # The scales are float32 as made, but under a mixed policy Keras casts
+  # every float tensor a layer's call receives (the search's weights among
+  # them) to the compute dtype.
   scales = tf.cast(quantized["scales"], tf.float32)
   return tf.cast(normalized * row_scales * scales, x.dtype)
 

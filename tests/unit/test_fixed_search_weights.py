@@ -58,8 +58,9 @@ def test_bfloat16_casts_are_made_once():
 
 @needs_int8
 def test_int8_search_in_bfloat16_takes_its_scales_as_they_come():
-  # The weights made once for a bfloat16 search hand the int8 scales over
-  # in bfloat16 with everything else; the product takes them in float32.
+  # Keras casts the search's weights, int8 scales included, to bfloat16 as
+  # they enter each layer's call (made per call or once); the product
+  # takes the scales in float32.
   keras.utils.set_random_seed(1)
   hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
                max_length=16)
