@@ -109,7 +109,9 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
   Args:
     body: callable of no arguments; returns None (success) or an exit code.
     module_name: the command's module (`__name__`), whose flags --help lists.
-    errors: exception types reported as `NAME: error: MESSAGE`, exit code 1.
+    errors: exception types reported as `NAME: error: MESSAGE`, exit code 1;
+      or a callable returning them, called once the flags are parsed (types
+      of modules a command loads lazily: t2tlite.bin.lazy).
     required: names of flags that must be given.
     path_flags: names of string flags holding paths, `~`-expanded.
     info_flags: flags that make the command print information and exit (such
@@ -140,9 +142,10 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
     for flag in path_flags:
       if flag_values[flag].value:
         flag_values[flag].value = os.path.expanduser(flag_values[flag].value)
+    caught = errors() if callable(errors) else errors
     try:
       return body() or 0
-    except errors as error:
+    except caught as error:
       message = name_flags(str(error), flag_values, renamed)
       if (isinstance(error, RegistryError) and message.startswith("Unknown")
           and "t2t_usr_dir" in flag_values):

@@ -2,10 +2,11 @@
 t2t-attention, t2t-exporter), which adopt this module's key flags."""
 from absl import flags
 
-from t2tlite import problem_decoding
-from t2tlite import run_dir
-from t2tlite.bin import common_flags
+from t2tlite.bin import common_flags, lazy
 from t2tlite.decode.settings import DecodeHParams
+
+problem_decoding = lazy.module("t2tlite.problem_decoding")
+run_dir = lazy.module("t2tlite.run_dir")
 
 flags.declare_key_flag("output_dir")
 flags.DEFINE_string("checkpoint_path", None, "A checkpoint prefix (such as "

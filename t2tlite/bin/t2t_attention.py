@@ -11,11 +11,13 @@ per attention kind, layer and head, and PLOT_DIR/index.html showing them.
 from absl import app
 from absl import flags
 
-from t2tlite import problem_decoding
-from t2tlite.bin import console
+from t2tlite.bin import console, lazy
 from t2tlite.bin import precision_flags, run_flags
-from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import attention_plots
+
+# TensorFlow loads when these are first used, after the flags are parsed.
+attention_plots = lazy.module("t2tlite.decode.attention_plots")
+problem_decoding = lazy.module("t2tlite.problem_decoding")
+vocab_lib = lazy.module("t2tlite.data.vocab")
 
 flags.DEFINE_multi_string("input", None, "A source sentence (repeatable).")
 flags.DEFINE_multi_string("target", None, "Its target sentence (repeatable, "
@@ -37,8 +39,8 @@ def _run():
                          "none.")
   choice = precision_flags.chosen("Attention")
   model, info, _, hp = run_flags.load_trained(choice.keras_policy)
-  vocab = Vocabulary.from_file(info.vocab_file)
-  target_vocab = Vocabulary.from_file(info.target_vocab_file)
+  vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
+  target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
   constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                                  target_vocab, hp)
   maps = [attention_plots.attention_maps(model, vocab, source, target, hp,

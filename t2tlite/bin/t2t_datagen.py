@@ -13,11 +13,15 @@ import time
 
 from absl import flags
 
-from t2tlite import problem as problem_lib
 from t2tlite import registry
 from t2tlite.bin import common_flags
 from t2tlite.bin import console
-from t2tlite.data import datagen
+from t2tlite.bin import lazy
+from t2tlite.data.samples import DataError
+
+# TensorFlow loads when these are first used, after the flags are parsed.
+datagen = lazy.module("t2tlite.data.datagen")
+problem_lib = lazy.module("t2tlite.problem")
 
 flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_integer("vocab_size", None, "Overrides the problem's vocabulary "
@@ -68,7 +72,7 @@ def _run():
 def main():
   console.run(_run, __name__, required=["problem", "data_dir"],
               path_flags=["data_dir", "tmp_dir", "raw_data_dir", "t2t_usr_dir"],
-              errors=(console.CommandError, problem_lib.DataError,
+              errors=(console.CommandError, DataError,
                       registry.RegistryError, FileNotFoundError))
 
 

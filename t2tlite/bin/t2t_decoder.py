@@ -28,13 +28,16 @@ from absl import flags
 from absl import logging
 
 from t2tlite import files
-from t2tlite import problem as problem_lib
-from t2tlite import problem_decoding
-from t2tlite import run_dir
-from t2tlite.bin import common_flags, console, precision_flags, run_flags
-from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding, machine
+from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
 from t2tlite.decode.settings import DecodeHParams
+
+# TensorFlow loads when these are first used, after the flags are parsed.
+decoding = lazy.module("t2tlite.decode.decoding")
+machine = lazy.module("t2tlite.decode.machine")
+problem_lib = lazy.module("t2tlite.problem")
+problem_decoding = lazy.module("t2tlite.problem_decoding")
+run_dir = lazy.module("t2tlite.run_dir")
+vocab_lib = lazy.module("t2tlite.data.vocab")
 
 flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
                     "line.")
@@ -114,8 +117,8 @@ def _load():
         f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
         f"{info.problem}; leave --problem out to use the trained one.")
   logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
-  vocab = Vocabulary.from_file(info.vocab_file)
-  target_vocab = Vocabulary.from_file(info.target_vocab_file)
+  vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
+  target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
   constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                                  target_vocab, hp)
   if constraint is not None:

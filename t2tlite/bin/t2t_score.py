@@ -21,8 +21,11 @@ import os
 from absl import flags
 from absl import logging
 
-from t2tlite import files, run_dir
-from t2tlite.bin import common_flags, console, run_flags  # noqa: F401
+from t2tlite import files
+from t2tlite.bin import common_flags, console, lazy, run_flags  # noqa: F401
+
+# TensorFlow loads when this is first used, after the flags are parsed.
+run_dir = lazy.module("t2tlite.run_dir")
 
 flags.declare_key_flag("output_dir")
 flags.declare_key_flag("checkpoint_path")

@@ -26,9 +26,11 @@ import sys
 from absl import flags
 from absl import logging
 
-from t2tlite.bin import common_flags, console
-from t2tlite.decode import machine
+from t2tlite.bin import common_flags, console, lazy
 from t2tlite.decode.settings import DecodeHParams
+
+# TensorFlow loads when this is first used, after the flags are parsed.
+machine = lazy.module("t2tlite.decode.machine")
 
 flags.DEFINE_string("model", None, "An export (version folder, or the folder "
                     "of versions) or a run folder.")

@@ -19,18 +19,22 @@ from absl import flags
 from absl import logging
 
 from t2tlite import models
-from t2tlite import problem as problem_lib
 from t2tlite import registry
-from t2tlite import run_dir
 from t2tlite.bin import common_flags
 from t2tlite.bin import console
+from t2tlite.bin import lazy
 from t2tlite.bin import precision_flags
 from t2tlite.train import best as best_lib
 from t2tlite.train import budget
-from t2tlite.train import dev_metric as dev_metric_lib
-from t2tlite.train import preemption
-from t2tlite.train import strategy as strategy_lib
-from t2tlite.train import trainer as trainer_lib
+from t2tlite.train import peer_watch
+
+# TensorFlow loads when these are first used, after the flags are parsed.
+dev_metric_lib = lazy.module("t2tlite.train.dev_metric")
+preemption = lazy.module("t2tlite.train.preemption")
+problem_lib = lazy.module("t2tlite.problem")
+run_dir = lazy.module("t2tlite.run_dir")
+strategy_lib = lazy.module("t2tlite.train.strategy")
+trainer_lib = lazy.module("t2tlite.train.trainer")
 
 flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_string("model", models.DEFAULT_MODEL, "Registered model "
@@ -74,7 +78,7 @@ flags.DEFINE_integer("worker_gpu", 0, "Devices to train on: 0 = every "
                      "splits the CPU into N logical devices, to test "
                      "multi-device training (no speedup).", lower_bound=0)
 flags.DEFINE_integer("worker_timeout_secs",
-                     strategy_lib.DEFAULT_WORKER_TIMEOUT_SECS,
+                     peer_watch.DEFAULT_WORKER_TIMEOUT_SECS,
                      "With several workers (TF_CONFIG): a peer that answers "
                      "no health probe for this long is lost, and the others "
                      "exit with code 69 (within this + 6 s). A collective "
@@ -452,12 +456,12 @@ def main():
   console.run(_run, __name__, path_flags=_PATH_FLAGS,
               required=["output_dir"], info_flags=["registry_help"],
               renamed={"overrides": "hparams"},
-              errors=(console.CommandError, registry.RegistryError,
-                      problem_lib.DataError, FileNotFoundError,
-                      trainer_lib.HParamsConflictError,
-                      trainer_lib.NonFiniteLossError,
-                      dev_metric_lib.MetricError, budget.BudgetError,
-                      run_dir.DamagedCheckpointError))
+              errors=lambda: (console.CommandError, registry.RegistryError,
+                              problem_lib.DataError, FileNotFoundError,
+                              trainer_lib.HParamsConflictError,
+                              trainer_lib.NonFiniteLossError,
+                              dev_metric_lib.MetricError, budget.BudgetError,
+                              run_dir.DamagedCheckpointError))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ timeout is set past the watch's bound: `strategy.collective_timeout_secs`).
 import threading
 import time
 
+# A peer silent this long is lost (t2t-trainer's --worker_timeout_secs).
+DEFAULT_WORKER_TIMEOUT_SECS = 120
 # How long one probe waits for a peer's answer, and the pause between rounds.
 PROBE_SECS = 5.0
 INTERVAL_SECS = 1.0

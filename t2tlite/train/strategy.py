@@ -34,7 +34,7 @@ from tensorflow.python.eager import context
 
 from t2tlite.train import peer_watch
 
-DEFAULT_WORKER_TIMEOUT_SECS = 120
+DEFAULT_WORKER_TIMEOUT_SECS = peer_watch.DEFAULT_WORKER_TIMEOUT_SECS
 # A barrier that may wait on slow work of one worker (the chief generating
 # data) rather than on a lost one: a day.
 _UNBOUNDED_SECS = 24 * 3600

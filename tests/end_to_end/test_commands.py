@@ -100,6 +100,30 @@ def test_every_command_has_help():
         process.kill()
 
 
+def test_commands_load_tensorflow_only_to_run():
+  """--help, a misspelt flag and a missing required flag answer before
+  the command's body runs; so importing every command module (its flag
+  definitions) must load no TensorFlow or Keras (t2tlite.bin.lazy)."""
+  code = ("import importlib, sys\n"
+          "importlib.import_module(sys.argv[1])\n"
+          "print(sorted(n for n in ('tensorflow', 'keras') "
+          "if n in sys.modules))")
+  # One process each: commands define flags of the same name.
+  processes = {module: subprocess.Popen(
+      [sys.executable, "-c", code, f"t2tlite.bin.{module}"],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=clean_env()) for _, module in console_scripts()}
+  try:
+    for module, process in processes.items():
+      stdout, stderr = process.communicate(timeout=120)
+      assert process.returncode == 0, stderr[-3000:]
+      assert stdout.strip() == "[]", f"t2tlite.bin.{module} loads {stdout}"
+  finally:
+    for process in processes.values():
+      if process.poll() is None:
+        process.kill()
+
+
 def test_noise_detection_sees_tensorflow_lines():
   assert noise("I0000 00:00:1795433238.790204    5997 port.cc:153] oneDNN\n"
                "WARNING: All log messages before absl::InitializeLog() is "

@@ -91,7 +91,8 @@ MODULES = _modules()
 def _imports(name, path, top_level_only=False):
   """[(line, imported module)] of every import in the file, at any depth
   (function-level imports included) unless top_level_only; `from p import m`
-  counts as p.m when p.m is a module."""
+  counts as p.m when p.m is a module, and a command's lazy import
+  (`lazy.module("p.m")`, t2tlite.bin.lazy) as an import of p.m."""
   with open(path, encoding="utf-8") as f:
     tree = ast.parse(f.read(), path)
   is_package = path.endswith("__init__.py")
@@ -108,7 +109,20 @@ def _imports(name, path, top_level_only=False):
       for alias in node.names:
         full = f"{base}.{alias.name}"
         found.append((node.lineno, full if full in MODULES else base))
+    elif _is_lazy_import(node):
+      found.append((node.lineno, node.value.args[0].value))
   return found
+
+
+def _is_lazy_import(node):
+  """`NAME = lazy.module("a.b")` (at any depth, as ast.walk yields it)."""
+  if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+    return False
+  call = node.value
+  return (isinstance(call.func, ast.Attribute) and call.func.attr == "module"
+          and isinstance(call.func.value, ast.Name)
+          and call.func.value.id == "lazy" and len(call.args) == 1
+          and isinstance(call.args[0], ast.Constant))
 
 
 def _place(module):
@@ -136,6 +150,12 @@ def test_every_module_has_a_rank():
   assert not unplaced, (
       f"modules in no rank of {__name__}.RANKS (add their package): "
       f"{unplaced}")
+
+
+def test_lazy_imports_count_as_imports():
+  targets = [target for _, target in _imports(
+      "t2tlite.bin.t2t_trainer", MODULES["t2tlite.bin.t2t_trainer"])]
+  assert "t2tlite.train.trainer" in targets  # lazy.module(...) in the command
 
 
 def test_imports_go_only_to_lower_ranks():
