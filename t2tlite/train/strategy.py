@@ -34,7 +34,6 @@ from tensorflow.python.eager import context
 
 from t2tlite.train import peer_watch
 
-DEFAULT_WORKER_TIMEOUT_SECS = peer_watch.DEFAULT_WORKER_TIMEOUT_SECS
 # A barrier that may wait on slow work of one worker (the chief generating
 # data) rather than on a lost one: a day.
 _UNBOUNDED_SECS = 24 * 3600
@@ -117,7 +116,7 @@ def _multi_worker_strategy(tf_config, worker_timeout_secs):
 
 
 def make_strategy(worker_gpu=0, tf_config=None,
-                  worker_timeout_secs=DEFAULT_WORKER_TIMEOUT_SECS):
+                  worker_timeout_secs=peer_watch.DEFAULT_WORKER_TIMEOUT_SECS):
   """The strategy for this process.
 
   Args:
@@ -181,7 +180,8 @@ def task_id(strategy):
 
 def worker_timeout_secs(strategy):
   """The worker timeout of a multi-worker strategy from `make_strategy`."""
-  return _WORKER_TIMEOUTS.get(strategy, DEFAULT_WORKER_TIMEOUT_SECS)
+  return _WORKER_TIMEOUTS.get(strategy,
+                              peer_watch.DEFAULT_WORKER_TIMEOUT_SECS)
 
 
 def task_name(strategy):
