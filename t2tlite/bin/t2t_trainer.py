@@ -273,17 +273,15 @@ def _budget(output_dir, saved_flags):
   return plan.train_minutes, plan
 
 
-def _make_dev_metric(problem, output_dir, data_dir, choice, chief, strategy):
-  """The DevMetric of the run, or None (no metric, or not asked for)."""
-  if (FLAGS.schedule == "train" or not FLAGS.dev_metric or not chief or
+def _make_dev_metric(problem, output_dir, data_dir, choice):
+  """The DevMetric of the run, or None (no metric, or not asked for). Every
+  worker of a cluster makes it (and so checks the dev text); the chief
+  decodes."""
+  if (FLAGS.schedule == "train" or not FLAGS.dev_metric or
       not problem.metric):
     if FLAGS.schedule != "train" and FLAGS.dev_metric and not problem.metric:
       logging.info("Problem %s declares no dev metric: evaluations are "
                    "teacher-forced only.", problem.name)
-    return None
-  if strategy_lib.is_multi_worker(strategy):
-    logging.warning("The dev metric is computed in single-worker runs only; "
-                    "evaluations are teacher-forced only.")
     return None
   try:
     return dev_metric_lib.DevMetric(
@@ -359,8 +357,7 @@ def _train(output_dir):
       early_stopping_patience=FLAGS.early_stopping_patience,
       keep_best_checkpoints=FLAGS.keep_best_checkpoints,
       train_minutes=train_minutes, plan=plan)
-  dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice, chief,
-                                strategy)
+  dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice)
 
   def make_dataset(split, training):
     return problem.distributed_dataset(strategy, data_dir, split, hp, training,
@@ -380,6 +377,7 @@ def _train(output_dir):
     with preemption.reporting_lost_workers(strategy, output_dir,
                                            _exit_worker_lost):
       metrics = trainer.evaluate()
+      strategy_lib.leave_together(strategy)
   else:
     metrics = trainer.train()
   if metrics and chief:

@@ -20,6 +20,7 @@ lost peer first, and a peer that answers but never joins still ends the wait.
 """
 import concurrent.futures
 import functools
+import itertools
 import json
 import os
 import signal
@@ -35,12 +36,18 @@ from tensorflow.python.eager import context
 from t2tlite.train import peer_watch
 
 # A barrier that may wait on slow work of one worker (the chief generating
-# data) rather than on a lost one: a day.
-_UNBOUNDED_SECS = 24 * 3600
+# data or decoding dev) rather than on a lost one: a day. A lost worker is
+# still found by the peer watch (peer_watch.py).
+UNBOUNDED_SECS = 24 * 3600
 # Workers and the chief run collectives; parameter servers are not supported.
 _TRAINING_JOBS = ("chief", "worker")
 # The worker timeout each multi-worker strategy was made with.
 _WORKER_TIMEOUTS = weakref.WeakKeyDictionary()
+# Numbers the leave_together exchanges of this process (unique keys).
+_LEAVE_ROUNDS = itertools.count()
+# How long one wait for a key of the coordination service lasts before the
+# next: short, so that the peer watch's thread keeps running in between.
+_KEY_POLL_MS = 1000
 
 
 def _cluster_workers(tf_config):
@@ -230,9 +237,73 @@ def any_workers(strategy, *flags, timeout_secs=None):
   return tuple(bool(value > 0) for value in sums.numpy())
 
 
+def chief_values(strategy, values, timeout_secs=None):
+  """The chief's `values` on every worker, so that all take one decision.
+
+  Each worker times its own steps; a budget's plan (and its re-estimates)
+  must still be the same everywhere, or the workers would stop at different
+  steps and wait on each other's collectives. On a single machine it
+  returns the values at once.
+
+  Args:
+    strategy: the training strategy.
+    values: numbers of this worker (only the chief's are kept); exact up to
+      2**24 for integers (float32).
+    timeout_secs: as in `any_workers`.
+  Returns:
+    A tuple of floats: the chief's values.
+  """
+  if not is_multi_worker(strategy):
+    return tuple(float(value) for value in values)
+  own = [float(value) if is_chief(strategy) else 0.0 for value in values]
+  # Every replica adds its worker's vector: the chief's replicas hold the
+  # values, the others zeros.
+  sums = _flags_sum(strategy, timeout_secs)(tf.constant(own))
+  replicas = len(strategy.extended.worker_devices)
+  return tuple(float(value) / replicas for value in sums.numpy())
+
+
 def wait_for_all_workers(strategy):
   """Waits for every worker, however long one takes (e.g. generating data)."""
-  any_workers(strategy, True, timeout_secs=_UNBOUNDED_SECS)
+  any_workers(strategy, True, timeout_secs=UNBOUNDED_SECS)
+
+
+def leave_together(strategy):
+  """Returns once this worker may exit without stranding a peer.
+
+  TensorFlow's collectives pull: a worker fetches its share of the data from
+  each peer's server. One that has its result may still be needed by a
+  slower peer, and if it exits at once that peer waits forever on its last
+  collective (then finds it lost). So, after the last collective, the chief
+  announces that it is done through the coordination service (which it
+  hosts) and waits until every other worker has acknowledged; the others
+  wait for the announcement, acknowledge and return. The last message goes
+  to the chief's own service, so nobody waits on a process that has left.
+  Waits without a time limit: a lost peer is found by the peer watch
+  (`preemption.reporting_lost_workers`), which runs meanwhile. On a single
+  machine it returns at once.
+  """
+  if not is_multi_worker(strategy):
+    return
+  prefix = f"t2tlite/leave/{next(_LEAVE_ROUNDS)}/"
+  if is_chief(strategy):
+    context.context().set_config_key_value(prefix + "chief", "done")
+    for peer in peer_names(strategy):
+      _wait_for_key(prefix + peer)
+  else:
+    _wait_for_key(prefix + "chief")
+    context.context().set_config_key_value(prefix + task_name(strategy),
+                                           "done")
+
+
+def _wait_for_key(key):
+  """Waits until `key` is set in the coordination service."""
+  while True:
+    try:
+      context.context().get_config_key_value(key, _KEY_POLL_MS)
+      return
+    except tf.errors.DeadlineExceededError:
+      continue
 
 
 def peer_names(strategy):

@@ -214,7 +214,9 @@ class Trainer:
     dev_metric: None, or a `dev_metric.DevMetric`: every evaluation then
       also decodes dev with the checkpoint of the step and scores it; the
       best checkpoints (config.keep_best_checkpoints) are kept in
-      OUTPUT_DIR/best (`best.py`). Single-worker runs only.
+      OUTPUT_DIR/best (`best.py`). With several workers, give it to each:
+      every worker saves the checkpoint, the chief decodes, and all take
+      its early-stopping decision.
     on_best: None, or called with the prefix of OUTPUT_DIR/best's
       checkpoint each time it improves (e.g. to export it).
   """
@@ -257,15 +259,12 @@ class Trainer:
     self.manager = tf.train.CheckpointManager(
         self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
     self.stopped_early = None  # the step train() stopped early at, if it did
+    # Whether the last evaluation found early stopping due (the chief's
+    # decision, on every worker).
+    self.early_stop_due = False
     latest = self.restored_from = self._restore_newest_intact()
     self._saved_step = self.step if latest else None
     self._saved_path = latest
-    if config.train_minutes > 0 and self.multi_worker:
-      # Each worker would time its own steps and plan at its own step.
-      raise ValueError("train_minutes is for single-worker runs only")
-    if dev_metric is not None and self.multi_worker:
-      raise ValueError("the dev metric (and early stopping) is computed in "
-                       "single-worker runs only")
     if config.early_stopping_patience and dev_metric is None:
       raise ValueError("early_stopping_patience needs a dev metric")
     self.best = best_lib.read_best(config.output_dir)
@@ -458,8 +457,14 @@ class Trainer:
     scalars = {k: metrics[k] for k in ("loss", "nll", "accuracy",
                                        "sequence_accuracy")}
     if self.dev_metric is not None:
-      metrics.update(self._score_dev(step))
-      scalars.update(metrics["scores"])
+      dev = self._score_dev(step)  # {} on the workers other than the chief
+      metrics.update(dev)
+      scalars.update(dev.get("scores", {}))
+      # The other workers wait here while the chief decodes dev, however
+      # long that takes, and all take its early-stopping decision.
+      self.early_stop_due, = strategy_lib.any_workers(
+          self.strategy, self.patience_exhausted(),
+          timeout_secs=strategy_lib.UNBOUNDED_SECS)
     self._summaries(EVAL_SUBDIR, step, scalars)
     if self.chief:
       files.atomic_write_text(
@@ -473,15 +478,18 @@ class Trainer:
 
   def _score_dev(self, step):
     """Decodes and scores dev with the checkpoint of `step` (saved first if
-    need be) and keeps it in OUTPUT_DIR/best when it ranks among the
-    config's keep_best_checkpoints best so far.
+    need be, by every worker) and keeps it in OUTPUT_DIR/best when it ranks
+    among the config's keep_best_checkpoints best so far. Only the chief
+    decodes: the checkpoint is the same everywhere.
 
     Returns:
       {"metric": name, name: score, "scores": every figure,
-      "best_step", "best_value"}.
+      "best_step", "best_value"}; {} on the other workers.
     """
     if self._saved_step != step:
       self.save()
+    if not self.chief:
+      return {}
     result = self.dev_metric.score(self._saved_path)
     # On a tie the earlier step stays the best.
     improved = self.best is None or result.value > self.best["value"]
@@ -557,7 +565,16 @@ class Trainer:
     """
     with preemption.StopSignals() as stop, preemption.reporting_lost_workers(
         self.strategy, self.config.output_dir, self.on_worker_lost):
-      return self._train_until(stop)
+      try:
+        metrics = self._train_until(stop)
+      except preemption.Preempted:
+        # Every worker stops at the same step (any_workers): they leave
+        # together, as after the last step.
+        strategy_lib.leave_together(self.strategy)
+        raise
+      # After the chief's own last work (its summaries, metrics.jsonl).
+      strategy_lib.leave_together(self.strategy)
+      return metrics
 
   def set_train_steps(self, train_steps, cooldown_steps):
     """Fixes the run's length (a planned budget): the loop and the
@@ -573,13 +590,16 @@ class Trainer:
     records the plan in run.json."""
     config = self.config
     budget_seconds = config.train_minutes * 60
-    step_seconds = meter.step_seconds()
+    # Every worker plans from the chief's clock (strategy.chief_values), so
+    # all reach the same plan, or the same error.
+    elapsed, step_seconds = strategy_lib.chief_values(
+        self.strategy, [time.monotonic() - clock_start, meter.step_seconds()])
     every = (config.local_eval_frequency
              if config.schedule == "train_and_evaluate" else 0)
     # Without evaluations first: a budget too short fails before anything
     # is written.
-    budget.plan_train_steps(budget_seconds, time.monotonic() - clock_start,
-                            step, step_seconds, self.hp.warmup_steps,
+    budget.plan_train_steps(budget_seconds, elapsed, step, step_seconds,
+                            self.hp.warmup_steps,
                             self.hp.learning_rate_cooldown_steps)
     eval_seconds, metrics = 0.0, {}
     if every > 0:
@@ -587,10 +607,11 @@ class Trainer:
       started = time.monotonic()
       metrics = self.evaluate()
       eval_seconds = time.monotonic() - started
-    elapsed = time.monotonic() - clock_start
-    total = budget.plan_train_steps(
+    elapsed, eval_seconds = strategy_lib.chief_values(
+        self.strategy, [time.monotonic() - clock_start, eval_seconds])
+    total = int(budget.plan_train_steps(
         budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
-        self.hp.learning_rate_cooldown_steps, every, eval_seconds)
+        self.hp.learning_rate_cooldown_steps, every, eval_seconds))
     cooldown = budget.cooldown_steps_for(
         total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
     plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
@@ -633,6 +654,9 @@ class Trainer:
       eval_seconds: seconds spent in evaluations since the plan was made.
     """
     plan, hp = self.config.plan, self.hp
+    # The chief's clock, as for the plan.
+    elapsed, eval_seconds = strategy_lib.chief_values(
+        self.strategy, [elapsed, eval_seconds])
     step_seconds = max(elapsed - plan.planned_after_seconds - eval_seconds,
                        1e-6) / (step - plan.planned_at_step)
     every = (self.config.local_eval_frequency
@@ -680,11 +704,13 @@ class Trainer:
           self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
     eval_seconds = 0.0  # spent in evaluations (after a budget's plan)
-    if evaluate and self.patience_exhausted():  # a resumed run that stopped
+    if evaluate and strategy_lib.any_workers(  # a resumed run that stopped
+        self.strategy, self.patience_exhausted())[0]:
+      best = (f" (best {self.best['value']:.2f} at step "
+              f"{self.best['step']})" if self.best else "")
       logging.info("Early stopping: no better dev %s in the last %d "
-                   "evaluations (best %.2f at step %d); not training further.",
-                   self.dev_metric.name, self.evaluations_since_best,
-                   self.best["value"], self.best["step"])
+                   "evaluations%s; not training further.",
+                   self.dev_metric.name, self.evaluations_since_best, best)
       self.stopped_early = step
       return metrics
     # The first step can take minutes (tracing, filling the shuffle buffer)
@@ -723,7 +749,9 @@ class Trainer:
             "Lower learning_rate_scale, raise warmup_steps, or use "
             "mixed_precision bfloat16 rather than float16.")
       window.add(out)
-      if meter and step > meter.first_step and meter.step_done(step):
+      # The chief's meter decides when the plan is made, for every worker.
+      if meter and step > meter.first_step and strategy_lib.chief_values(
+          self.strategy, [meter.step_done(step)])[0]:
         metrics = self._plan(step, clock_start, meter)
         last_eval = step if metrics else last_eval
         meter, config, window = None, self.config, _Window(step)
@@ -733,18 +761,24 @@ class Trainer:
           step == config.train_steps) and not config.planning:
         self._log_progress(step, window)
         window = _Window(step)
+      # Not while a budget's steps are timed: the plan times an evaluation
+      # of its own, and one in between would slow the measured rate.
       if evaluate and config.local_eval_frequency > 0 and (
-          step % config.local_eval_frequency == 0):
+          step % config.local_eval_frequency == 0) and not config.planning:
         started = time.monotonic()
         metrics, last_eval = self.evaluate(), step
         eval_seconds += time.monotonic() - started
-        if self.patience_exhausted():
-          logging.info(
-              "Early stopping at step %d: no better dev %s in %d "
-              "evaluations (best %.2f at step %d, kept in %s).", step,
-              self.dev_metric.name, self.evaluations_since_best,
-              self.best["value"], self.best["step"],
-              os.path.join(config.output_dir, best_lib.BEST_DIR))
+        if self.early_stop_due:
+          if self.chief:
+            logging.info(
+                "Early stopping at step %d: no better dev %s in %d "
+                "evaluations (best %.2f at step %d, kept in %s).", step,
+                self.dev_metric.name, self.evaluations_since_best,
+                self.best["value"], self.best["step"],
+                os.path.join(config.output_dir, best_lib.BEST_DIR))
+          else:
+            logging.info("Early stopping at step %d (the chief's dev "
+                         "metric).", step)
           self.stopped_early = step
           break
       # No checkpoint before a budget is planned: a budget too short then
