@@ -17,11 +17,13 @@ def noam_learning_rate(step_num, d_model, warmup_steps, scale=1.0):
 def cooldown_factor(step_num, train_steps, cooldown_steps):
   """1 until the last `cooldown_steps` of `train_steps`, then linearly down:
   (train_steps - step + 1) / cooldown_steps, so the last update keeps
-  1 / cooldown_steps of the rate. 1 throughout when cooldown_steps <= 0."""
-  if cooldown_steps <= 0:
-    return tf.constant(1.0)
+  1 / cooldown_steps of the rate. 1 throughout when cooldown_steps <= 0.
+  Each argument may be a number or a tensor."""
+  cooldown = tf.cast(cooldown_steps, tf.float32)
   left = tf.cast(train_steps, tf.float32) - tf.cast(step_num, tf.float32) + 1
-  return tf.clip_by_value(left / cooldown_steps, 1.0 / cooldown_steps, 1.0)
+  some = tf.maximum(cooldown, 1.0)  # no division by zero in the unused branch
+  return tf.where(cooldown > 0,
+                  tf.clip_by_value(left / some, 1.0 / some, 1.0), 1.0)
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -40,12 +42,22 @@ class NoamSchedule(keras.optimizers.schedules.LearningRateSchedule):
     self.scale = scale
     self.train_steps = train_steps
     self.cooldown_steps = cooldown_steps
+    # The same two numbers, read by the traced rate: a time-budgeted run
+    # moves its cool-down (set_length) without tracing its training step
+    # again, which took seconds at each re-estimate of its plan.
+    self._length = tf.Variable([float(train_steps), float(cooldown_steps)],
+                               trainable=False, name="noam_run_length")
+
+  def set_length(self, train_steps, cooldown_steps):
+    """Moves the cool-down to the last `cooldown_steps` of `train_steps`."""
+    self.train_steps, self.cooldown_steps = train_steps, cooldown_steps
+    self._length.assign([float(train_steps), float(cooldown_steps)])
 
   def __call__(self, step):
     step_num = tf.cast(step, tf.float32) + 1.0
     return (noam_learning_rate(step_num, self.d_model, self.warmup_steps,
                                self.scale) *
-            cooldown_factor(step_num, self.train_steps, self.cooldown_steps))
+            cooldown_factor(step_num, self._length[0], self._length[1]))
 
   def get_config(self):
     return {"d_model": self.d_model, "warmup_steps": self.warmup_steps,
@@ -67,10 +79,10 @@ def build_optimizer(hp):
 def set_train_steps(optimizer, train_steps, cooldown_steps):
   """Moves the cool-down of `build_optimizer`'s schedule to end at
   `train_steps` (a time-budgeted run fixes its length after its first
-  steps). A tf.function that computed the rate must be traced again."""
+  steps). A tf.function that computes the rate reads the new length
+  without being traced again."""
   schedule = optimizer._learning_rate  # Keras keeps the schedule there
   if not isinstance(schedule, NoamSchedule):
     raise TypeError(f"expected build_optimizer's NoamSchedule, got "
                     f"{type(schedule).__name__}")
-  schedule.train_steps = train_steps
-  schedule.cooldown_steps = min(cooldown_steps, train_steps)
+  schedule.set_length(train_steps, min(cooldown_steps, train_steps))

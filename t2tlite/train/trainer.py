@@ -281,7 +281,7 @@ class Trainer:
     # itself only (_eval_replica_fn).
     self._micro_step = tf.function(self._micro_step_fn,
                                    jit_compile=config.xla, autograph=False)
-    self._train_step = self._new_train_step()
+    self._train_step = tf.function(self._train_step_fn, autograph=False)
     self._eval_loop = tf.function(self._eval_loop_fn)
     self._writers = {}
 
@@ -348,11 +348,6 @@ class Trainer:
             "source_tokens": tf.reduce_sum(
                 tf.cast(batch["inputs"] != 0, tf.float32))}
     return grads, sums
-
-  def _new_train_step(self):
-    """A new tf.function of one training step (traced at its first call;
-    without AutoGraph, see __init__)."""
-    return tf.function(self._train_step_fn, autograph=False)
 
   def _replica_train_step(self, batches):
     context = tf.distribute.get_replica_context()
@@ -581,8 +576,8 @@ class Trainer:
     schedule's cool-down (of `cooldown_steps`) end at `train_steps`."""
     self.config = dataclasses.replace(self.config, train_steps=train_steps)
     self.hp = self.hp.replace(train_steps=train_steps)
+    # The traced step reads the schedule's length: no new trace.
     set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
-    self._train_step = self._new_train_step()  # the new rate
 
   def _plan(self, step, clock_start, meter):
     """Plans the run's length after the measured steps (see budget.py):

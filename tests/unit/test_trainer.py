@@ -243,9 +243,14 @@ def test_a_budget_is_replanned_before_its_cooldown(tmp_path, strategy,
   trainer = train_helpers.tiny_trainer(
       output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=30",
       train_minutes=0.5, log_every_steps=50)
+  train_step = trainer._train_step
   trainer.train()
   plan = trainer.config.plan
   assert plan.replanned_at_step > plan.planned_at_step
+  # The plan and its re-plans moved the cool-down without tracing the
+  # training step again.
+  assert trainer._train_step is train_step
+  assert train_step.experimental_get_tracing_count() == 1
   assert json.loads((tmp_path / "run.json").read_text())["plan"] == (
       plan.to_json())
   assert trainer.step == plan.train_steps

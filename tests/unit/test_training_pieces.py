@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import t2tlite
@@ -52,6 +53,26 @@ def test_cooldown_scales_the_last_steps_down_linearly():
       "transformer_base", "train_steps=5,learning_rate_cooldown_steps=10"))
   schedule_config = short.get_config()["learning_rate"]["config"]
   assert schedule_config["cooldown_steps"] == 5
+
+
+def test_a_traced_rate_follows_a_new_length():
+  schedule = NoamSchedule(64, 400, train_steps=3000, cooldown_steps=1000)
+  rate = tf.function(schedule)
+  plain = NoamSchedule(64, 400)
+
+  def ratio(iteration):  # of the traced rate to eq. (3)'s
+    return float(rate(tf.constant(iteration))) / float(plain(iteration))
+
+  assert ratio(2500) == pytest.approx(0.5, rel=1e-5)
+  # A budget's plan: 2,000 steps, the last 500 cooled down.
+  schedule.set_length(2000, 500)
+  assert ratio(1750) == pytest.approx(0.5, rel=1e-5)
+  assert ratio(999) == pytest.approx(1.0, rel=1e-6)
+  schedule.set_length(2000, 0)  # no cool-down
+  assert ratio(1999) == pytest.approx(1.0, rel=1e-6)
+  assert rate.experimental_get_tracing_count() == 1
+  assert NoamSchedule.from_config(schedule.get_config()).get_config() == (
+      schedule.get_config())
 
 
 def test_optimizer_reads_hparams():
