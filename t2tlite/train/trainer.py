@@ -604,9 +604,9 @@ class Trainer:
       eval_seconds = time.monotonic() - started
     elapsed, eval_seconds = strategy_lib.chief_values(
         self.strategy, [time.monotonic() - clock_start, eval_seconds])
-    total = int(budget.plan_train_steps(
+    total = budget.plan_train_steps(
         budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
-        self.hp.learning_rate_cooldown_steps, every, eval_seconds))
+        self.hp.learning_rate_cooldown_steps, every, eval_seconds)
     cooldown = budget.cooldown_steps_for(
         total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
     plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
