@@ -132,3 +132,44 @@ def test_token_accuracy_ignores_padding():
   logits = tf.one_hot([[2, 1, 0, 0]], 3) * 5.0
   correct, weights = token_accuracy(logits, tf.constant([[2, 2, 1, 0]]))
   assert correct.numpy().sum() == 1.0 and weights.numpy().sum() == 3.0
+
+
+def _traced_apply(optimizer, variables):
+  """optimizer.apply_gradients on `variables`, as one tf.function of the
+  gradients (the trainer's step is traced too)."""
+  @tf.function
+  def apply(grads):
+    optimizer.apply_gradients(zip(grads, variables))
+  return apply
+
+
+def test_fused_adam_updates_as_keras_adam():
+  """The fused kernel's update is Keras Adam's up to rounding, from the same
+  optimizer variables (so checkpoints hold the same names)."""
+  import keras
+  from t2tlite.train.fused_adam import FusedAdam
+  rng = np.random.default_rng(0)
+  shapes = [(40, 7), (7,)]
+  start = [rng.normal(size=s).astype("float32") for s in shapes]
+  grads = [[rng.normal(size=s).astype("float32") for s in shapes]
+           for _ in range(5)]
+  results = {}
+  for optimizer_class in (keras.optimizers.Adam, FusedAdam):
+    variables = [keras.Variable(x, name=f"weight{i}")
+                 for i, x in enumerate(start)]
+    optimizer = optimizer_class(learning_rate=1e-2, beta_1=0.9, beta_2=0.98,
+                                epsilon=1e-9)
+    apply = _traced_apply(optimizer, variables)
+    for step_grads in grads:
+      apply([tf.constant(g) for g in step_grads])
+    results[optimizer_class] = (
+        [v.numpy() for v in variables],
+        sorted(v.path for v in optimizer.variables))
+  (keras_values, keras_names) = results[keras.optimizers.Adam]
+  (fused_values, fused_names) = results[FusedAdam]
+  assert fused_names == keras_names
+  for keras_value, fused_value, first in zip(keras_values, fused_values, start):
+    assert np.abs(fused_value - first).max() > 1e-2  # five steps moved it
+    np.testing.assert_allclose(fused_value, keras_value, rtol=1e-5, atol=1e-6)
+  assert isinstance(build_optimizer(t2tlite.create_hparams(
+      "transformer_tiny", "")), FusedAdam)
