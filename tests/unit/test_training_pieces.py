@@ -171,5 +171,8 @@ def test_fused_adam_updates_as_keras_adam():
   for keras_value, fused_value, first in zip(keras_values, fused_values, start):
     assert np.abs(fused_value - first).max() > 1e-2  # five steps moved it
     np.testing.assert_allclose(fused_value, keras_value, rtol=1e-5, atol=1e-6)
-  assert isinstance(build_optimizer(t2tlite.create_hparams(
-      "transformer_tiny", "")), FusedAdam)
+  built = build_optimizer(t2tlite.create_hparams("transformer_tiny", ""))
+  assert isinstance(built, FusedAdam)
+  restored = keras.optimizers.deserialize(keras.optimizers.serialize(built))
+  assert isinstance(restored, FusedAdam)
+  assert restored.get_config() == built.get_config()
