@@ -1,11 +1,13 @@
 """Loss, schedule and optimizer of sections 5.3 and 5.4."""
 import math
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import t2tlite
+from t2tlite.train.fused_adam import FusedAdam
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.schedules import (NoamSchedule, build_optimizer,
                                      noam_learning_rate)
@@ -146,8 +148,6 @@ def _traced_apply(optimizer, variables):
 def test_fused_adam_updates_as_keras_adam():
   """The fused kernel's update is Keras Adam's up to rounding, from the same
   optimizer variables (so checkpoints hold the same names)."""
-  import keras
-  from t2tlite.train.fused_adam import FusedAdam
   rng = np.random.default_rng(0)
   shapes = [(40, 7), (7,)]
   start = [rng.normal(size=s).astype("float32") for s in shapes]
