@@ -10,18 +10,20 @@ The line: the CPU (family and model), cores, the flags that decide matmul
 speed (a minus sign for each one missing), ONEDNN_MAX_CPU_ISA when set,
 GPUs, TensorFlow's version, the intra-op threads when a program set them,
 and 1024^3 matmul GFLOP/s in float32 and bfloat16. Only the benchmarks use
-it; the library's choice of precision (t2tlite.precision) needs none of it.
+it; the library's choice of precision (t2tlite.precision) needs none of it,
+and its machine line without the peaks is `t2tlite.hardware.machine_line`.
 """
 import functools
 import statistics
 
-from t2tlite import precision
+from t2tlite import bfloat16_check
+from t2tlite import hardware
 
 
 def matmul_seconds(dtype="float32", n=1024, repeats=5):
   """Seconds of each of `repeats` n x n x n tf.matmul products in `dtype`,
   after one warm-up, each result read back (a list)."""
-  timer = precision.matmul_timer(dtype, n)
+  timer = bfloat16_check.matmul_timer(dtype, n)
   return [timer() for _ in range(repeats)]
 
 
@@ -39,30 +41,24 @@ def fingerprint(device=None, peaks=None, n=1024):
       bfloat16 350 GFLOP/s
 
   Args:
-    device: a Device; default this machine.
+    device: a `t2tlite.hardware.Device`; default this machine.
     peaks: {"float32": GFLOP/s, "bfloat16": GFLOP/s}; default measured now
       (`machine_peaks`, about a second).
     n: the matmul size the peaks are of.
   """
   import tensorflow as tf
-  device = device or precision.describe_device()
+  device = device or hardware.describe_device()
   if peaks is None:
     # Under an ISA cap without bfloat16, oneDNN aborts on a bfloat16 matmul.
     capped = device.isa_cap and not device.cpu_bf16_flags()
     peaks = machine_peaks(n, bfloat16=not capped)
-  flags = " ".join(f if f in device.cpu_flags else f"-{f}"
-                   for f in precision.FINGERPRINT_FLAGS)
-  gpus = ", ".join(f"GPU {g.name} cc {g.compute_capability[0]}."
-                   f"{g.compute_capability[1]}" for g in device.gpus)
   matmul = ", ".join(f"{dtype} {gflops:.0f} GFLOP/s"
                      for dtype, gflops in peaks.items())
-  cap = f" (ONEDNN_MAX_CPU_ISA={device.isa_cap})" if device.isa_cap else ""
   # Set by a program (e.g. `machine.set_search_threads`): the peaks are
   # then those of that many threads an op.
   threads = tf.config.threading.get_intra_op_parallelism_threads()
   threads = f", {threads} intra-op thread(s)" if threads else ""
-  return (f"{device.cpu_label()}, {device.cores} cores, {flags}{cap}, "
-          f"{gpus or 'no GPU'}, TF {tf.__version__}{threads}, matmul {n}^3: "
+  return (f"{hardware.machine_line(device)}{threads}, matmul {n}^3: "
           f"{matmul}")
 
 

@@ -64,6 +64,7 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
+from t2tlite import hardware
 from t2tlite import precision
 from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.machine import searches_for, set_search_threads
@@ -301,7 +302,7 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
   weights made once, as t2t-decoder's Decoder makes them."""
   wrapped = EosDisabled(model)
   weights_first = int8 and precision.int8_support(
-      precision.describe_device()).weights_first
+      hardware.describe_device()).weights_first
   weights = fixed_search_weights(wrapped, int8, weights_first)
   return tf.function(
       lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
@@ -421,7 +422,7 @@ def main(argv=None):
     set_search_threads(concurrent_searches(args.concurrent_searches,
                                            args.xla))
   if args.int8:
-    support = precision.int8_support(precision.describe_device())
+    support = precision.int8_support(hardware.describe_device())
     if not support.available:  # a reason, not a traceback (no figure)
       print(f"bench/run.py --int8: int8 is not available here: "
             f"{support.reason}.", flush=True)

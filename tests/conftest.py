@@ -40,19 +40,19 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def own_speedup_cache(tmp_path_factory):
-  """A fresh folder for the measured bfloat16 speedup (t2tlite.precision),
+  """A fresh folder for the measured bfloat16 speedup (t2tlite.bfloat16_check),
   shared by this test process and the commands it starts: the suite
   measures on its own machine, never reads a figure kept by an earlier
   run, and leaves the user's cache alone."""
-  from t2tlite import precision
-  saved = os.environ.get(precision.CACHE_DIR_ENV)
-  os.environ[precision.CACHE_DIR_ENV] = str(
+  from t2tlite import bfloat16_check
+  saved = os.environ.get(bfloat16_check.CACHE_DIR_ENV)
+  os.environ[bfloat16_check.CACHE_DIR_ENV] = str(
       tmp_path_factory.mktemp("t2tlite_cache"))
   yield
   if saved is None:
-    del os.environ[precision.CACHE_DIR_ENV]
+    del os.environ[bfloat16_check.CACHE_DIR_ENV]
   else:
-    os.environ[precision.CACHE_DIR_ENV] = saved
+    os.environ[bfloat16_check.CACHE_DIR_ENV] = saved
 
 
 @pytest.fixture(scope="session")

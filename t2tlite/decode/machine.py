@@ -8,6 +8,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+from t2tlite import hardware
 from t2tlite import precision
 
 
@@ -91,7 +92,7 @@ def settle(hp, device=None, int8_chosen_per_call=False):
 
   Args:
     hp: DecodeHParams.
-    device: a precision.Device; default this machine (described only for
+    device: a hardware.Device; default this machine (described only for
       int8).
     int8_chosen_per_call: keep int8 where it cannot compute here.
   Returns:
@@ -102,7 +103,7 @@ def settle(hp, device=None, int8_chosen_per_call=False):
   if not hp.int8:
     return hp, False
   with tf.init_scope():  # describing the machine may run ops: not in a trace
-    support = precision.int8_support(device or precision.describe_device())
+    support = precision.int8_support(device or hardware.describe_device())
   if support.available or int8_chosen_per_call:
     return hp, support.weights_first
   if support.reason not in _int8_reasons_logged:

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from t2tlite import hardware
 from t2tlite import precision
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.settings import DecodeHParams
@@ -151,7 +152,7 @@ def test_t2t_decoder_postprocess_gives_trees_of_the_input_words(tmp_path):
   # (The reason may hold a measured figure, which differs by process.)
   auto = precision.choose("auto")
   assert (f"Decoding computes in {auto.precision} (mixed_precision=auto): "
-          f"{precision.describe_device().summary()}") in run.stderr
+          f"{hardware.describe_device().summary()}") in run.stderr
   written = target.read_text(encoding="utf-8").splitlines()
   assert len(written) == 3 and written[1] == ""
   for line, words in ((written[0], lines[0]), (written[2], lines[2])):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite import precision, run_dir
+from t2tlite import hardware, precision, run_dir
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter, serving_module
@@ -311,7 +311,7 @@ def test_trainer_exports_when_training_ends(tmp_path):
   assert len(said) == 1, trainer.stderr[-3000:]
   # (The reason may hold a measured figure, which differs by process.)
   assert (f"Training computes in {auto.precision} (mixed_precision=auto): "
-          f"{precision.describe_device().summary()}") in said[0]
+          f"{hardware.describe_device().summary()}") in said[0]
   python_log = [l for l in trainer.stderr.splitlines()
                 if l[:1] in "IWE" and ".py:" in l]
   assert "Training computes in" in python_log[0]
@@ -321,7 +321,7 @@ def test_trainer_exports_when_training_ends(tmp_path):
   assert {k: recorded["precision"][k] for k in ("precision", "requested")} == {
       "precision": auto.precision, "requested": "auto"}
   assert recorded["precision"]["reason"].startswith(
-      precision.describe_device().summary())
+      hardware.describe_device().summary())
   assert metadata["precision"] == "float32"
   assert exporter.matmul_dtypes(str(path)) == {"float32"}
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite import precision
+from t2tlite import hardware
 from t2tlite.decode.search import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
@@ -72,13 +72,14 @@ def test_no_rows_give_no_rows(weights_first):
 def test_the_caller_picks_the_layout(monkeypatch):
   # The layer reads no CPU description: the layout is an argument
   # (precision.int8_support picks it for a machine).
-  monkeypatch.setattr(precision, "_cpuinfo",
+  monkeypatch.setattr(hardware, "_cpuinfo",
                       lambda: {"flags": "avx2 avx512f avx512_vnni"})
   assert "kernel" in int8.quantize_kernel(tf.ones([4, 3]))
   assert "weights_first" in int8.quantize_kernel(tf.ones([4, 3]),
                                                  weights_first=True)
   source = open(int8.__file__).read()
-  assert "precision" not in source.split('"""')[-1]  # code, not docstring
+  code = source.split('"""')[-1]  # the code, not the docstrings
+  assert "precision" not in code and "hardware" not in code
   assert "cpuinfo" not in source
 
 

@@ -4,7 +4,7 @@ import dataclasses
 
 from absl import logging
 
-from t2tlite import onednn, precision
+from t2tlite import hardware, onednn, precision
 from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams
 
@@ -12,19 +12,19 @@ ON = onednn.Setting("1", onednn.BY_T2TLITE)
 OFF_BY_USER = onednn.Setting("0", onednn.BY_USER)
 # AMD Zen 3: AVX2 and FMA, no AVX-512, no VNNI. TensorFlow leaves oneDNN off
 # there by default; t2tlite turns it on.
-ZEN3 = precision.Device(cpu_model="AMD EPYC 7763", cpu_family="25",
+ZEN3 = hardware.Device(cpu_model="AMD EPYC 7763", cpu_family="25",
                         cpu_model_number="1",
                         cpu_flags=frozenset({"avx2", "fma"}),
                         onednn_enabled=True, onednn_setting=ON)
-ZEN4 = precision.Device(cpu_model="AMD EPYC 9654", cpu_family="25",
+ZEN4 = hardware.Device(cpu_model="AMD EPYC 9654", cpu_family="25",
                         cpu_model_number="17", cpu_flags=frozenset(
                             {"avx2", "fma", "avx512f", "avx512_vnni",
                              "avx512_bf16"}),
                         onednn_enabled=True, onednn_setting=ON)
-XEON_VNNI = precision.Device(cpu_model="Intel Xeon Gold 6248", cpu_family="6",
+XEON_VNNI = hardware.Device(cpu_model="Intel Xeon Gold 6248", cpu_family="6",
                              cpu_model_number="85", cpu_flags=frozenset(
                                  {"avx2", "fma", "avx512f", "avx512_vnni"}))
-XEON_NO_VNNI = precision.Device(cpu_model="Intel Xeon Gold 6148",
+XEON_NO_VNNI = hardware.Device(cpu_model="Intel Xeon Gold 6148",
                                 cpu_family="6", cpu_model_number="85",
                                 cpu_flags=frozenset({"avx2", "fma",
                                                      "avx512f"}))
@@ -60,7 +60,7 @@ def test_xeon_without_vnni_keeps_the_activations_first():
 def test_an_isa_cap_rules_out_vnni_or_int8():
   # describe_device applies the cap to the flags it reports.
   capped = dataclasses.replace(ZEN4, isa_cap="AVX2", cpu_flags=(
-      precision.usable_cpu_flags(ZEN4.cpu_flags, "AVX2")))
+      hardware.usable_cpu_flags(ZEN4.cpu_flags, "AVX2")))
   support = precision.int8_support(capped)
   assert support.available and not support.weights_first
   assert "ONEDNN_MAX_CPU_ISA=AVX2" in support.reason
@@ -70,7 +70,7 @@ def test_an_isa_cap_rules_out_vnni_or_int8():
 
 
 def test_gpu_machines_and_other_architectures_decode_in_float():
-  gpu = dataclasses.replace(ZEN4, gpus=(precision.Gpu("NVIDIA A100", (8, 0)),))
+  gpu = dataclasses.replace(ZEN4, gpus=(hardware.Gpu("NVIDIA A100", (8, 0)),))
   support = precision.int8_support(gpu)
   assert not support.available and "NVIDIA A100" in support.reason
   arm = dataclasses.replace(ZEN3, machine="aarch64", cpu_flags=frozenset())

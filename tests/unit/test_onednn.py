@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from t2tlite import onednn, precision
+from t2tlite import hardware, onednn, precision
 
 ENV = onednn.ENV
 
@@ -49,13 +49,13 @@ def test_the_log_phrase_says_why():
 
 
 def test_the_precision_choice_carries_it():
-  device = precision.Device(cpu_model="AMD EPYC 7763", cpu_flags=frozenset(
+  device = hardware.Device(cpu_model="AMD EPYC 7763", cpu_flags=frozenset(
       {"avx2"}), onednn_enabled=False,
       onednn_setting=onednn.Setting("0", onednn.BY_USER))
   choice = precision.choose("auto", device)
   assert choice.onednn == ("oneDNN off (TF_ENABLE_ONEDNN_OPTS=0, set by the "
                            "user)")
-  gpu = precision.Device(gpus=(precision.Gpu("A100", (8, 0)),))
+  gpu = hardware.Device(gpus=(hardware.Gpu("A100", (8, 0)),))
   assert precision.choose("auto", gpu).onednn == ""
 
 

@@ -13,8 +13,10 @@ import os
 import numpy as np
 import pytest
 
+from t2tlite import bfloat16_check
+from t2tlite import hardware
 from t2tlite import precision
-from t2tlite.precision import Device, Gpu
+from t2tlite.hardware import Device, Gpu
 
 import train_helpers
 
@@ -161,13 +163,13 @@ def test_fingerprint_line():
 def test_an_isa_cap_rules_out_the_bfloat16_flags_it_excludes():
   zen4 = {"avx2", "avx512f", "avx512_bf16"}
   sapphire_rapids = zen4 | {"amx_bf16"}
-  assert precision.usable_cpu_flags(zen4) == zen4
-  assert precision.usable_cpu_flags(zen4, "ALL") == zen4
-  assert precision.usable_cpu_flags(zen4, "avx2") == {"avx2", "avx512f"}
-  assert precision.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_BF16") == zen4
-  assert precision.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_AMX") == (
+  assert hardware.usable_cpu_flags(zen4) == zen4
+  assert hardware.usable_cpu_flags(zen4, "ALL") == zen4
+  assert hardware.usable_cpu_flags(zen4, "avx2") == {"avx2", "avx512f"}
+  assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_BF16") == zen4
+  assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_AMX") == (
       sapphire_rapids)
-  capped = dataclasses.replace(ZEN4, cpu_flags=precision.usable_cpu_flags(
+  capped = dataclasses.replace(ZEN4, cpu_flags=hardware.usable_cpu_flags(
       ZEN4.cpu_flags, "AVX2"), isa_cap="AVX2")
   assert precision.choose("auto", capped).precision == "float32"
   assert "(ONEDNN_MAX_CPU_ISA=AVX2)" in bench_fingerprint.fingerprint(
@@ -175,8 +177,8 @@ def test_an_isa_cap_rules_out_the_bfloat16_flags_it_excludes():
 
 
 def test_this_machine_is_described_from_cpuinfo(tmp_path, monkeypatch):
-  monkeypatch.setenv(precision.CACHE_DIR_ENV, str(tmp_path))
-  device = precision.describe_device.__wrapped__()
+  monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
+  device = hardware.describe_device.__wrapped__()
   assert device.cores == os.cpu_count()
   if os.path.exists("/proc/cpuinfo"):
     with open("/proc/cpuinfo") as f:
@@ -193,7 +195,7 @@ def test_this_machine_is_described_from_cpuinfo(tmp_path, monkeypatch):
     assert 0 < device.bfloat16_speedup < 100
     assert (precision.choose("auto", device).precision == "bfloat16") == (
         device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP)
-    assert json.loads(kept.read_text()) == {precision.machine_key(device): {
+    assert json.loads(kept.read_text()) == {bfloat16_check.machine_key(device): {
         "speedup": device.bfloat16_speedup,
         "date": datetime.date.today().isoformat()}}
     assert device.measured.endswith(f"kept in {kept}")
@@ -202,15 +204,15 @@ def test_this_machine_is_described_from_cpuinfo(tmp_path, monkeypatch):
 def _bf16_cpu_device(monkeypatch, tmp_path, speedups):
   """describe_device on a CPU with avx512_bf16 whose measurements return
   `speedups` one by one (the cache lives in tmp_path)."""
-  monkeypatch.setenv(precision.CACHE_DIR_ENV, str(tmp_path))
-  monkeypatch.setattr(precision, "_cpuinfo", lambda: {
+  monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
+  monkeypatch.setattr(hardware, "_cpuinfo", lambda: {
       "model name": "AMD EPYC 9654", "cpu family": "25", "model": "17",
       "flags": "avx2 avx512f avx512_bf16"})
-  monkeypatch.setattr(precision, "_gpus", lambda: ())
+  monkeypatch.setattr(hardware, "_gpus", lambda: ())
   monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
   measured = iter(speedups)
-  monkeypatch.setattr(precision, "bfloat16_speedup", lambda: next(measured))
-  return lambda **kw: precision.describe_device.__wrapped__(**kw)
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", lambda: next(measured))
+  return lambda **kw: hardware.describe_device.__wrapped__(**kw)
 
 
 def test_the_speedup_is_measured_once_per_machine_and_kept(tmp_path,
@@ -230,7 +232,7 @@ def test_the_speedup_is_measured_once_per_machine_and_kept(tmp_path,
   assert os.listdir(tmp_path) == ["bfloat16_speedup.json"]
   # Another TensorFlow or ISA cap is another machine.
   monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
-  monkeypatch.setattr(precision, "bfloat16_speedup", lambda: 1.9)
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", lambda: 1.9)
   assert describe().bfloat16_speedup == 1.9
   assert len(json.loads((tmp_path / "bfloat16_speedup.json").read_text())) == 2
 
@@ -284,7 +286,7 @@ def test_float16_training_scales_the_loss_dynamically(tmp_path):
 
 
 def test_the_machine_line_has_no_peaks():
-  line = precision.machine_line(ZEN3)
+  line = hardware.machine_line(ZEN3)
   assert line.startswith("AMD Ryzen 9 5950X (family 25 model 33), 16 cores, "
                          "avx2 -avx512f -avx512_bf16 -amx_bf16, no GPU, TF ")
   assert "GFLOP/s" not in line
