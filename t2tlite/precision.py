@@ -31,6 +31,7 @@ from absl import logging
 from t2tlite import bfloat16_check
 from t2tlite import hardware
 from t2tlite import onednn
+from t2tlite import quiet
 
 PRECISIONS = ("bfloat16", "float16", "float32")
 AUTO = "auto"
@@ -254,7 +255,9 @@ def announce(choice, what="Training"):
 
 def main(argv=None):
   """`python -m t2tlite.precision [--remeasure]`: the machine, auto's
-  choice, oneDNN and int8 there."""
+  choice, oneDNN and int8 there. A command: TensorFlow's start-up notices
+  are hidden as in the t2t-* commands (`t2tlite.quiet`)."""
+  quiet.install()
   import argparse
   parser = argparse.ArgumentParser(
       prog="python -m t2tlite.precision",

@@ -134,14 +134,17 @@ def test_noise_detection_sees_tensorflow_lines():
 
 @pytest.mark.timeout(180)
 def test_precision_check_keeps_its_measurement(tmp_path):
-  """`python -m t2tlite.precision` prints auto's choice; on a CPU with a
-  bfloat16 flag a second process reads the kept speedup, and --remeasure
-  measures it again."""
+  """`python -m t2tlite.precision` prints auto's choice and only its own
+  lines; on a CPU with a bfloat16 flag a second process reads the kept
+  speedup, and --remeasure measures it again."""
   env = dict(clean_env(), T2TLITE_CACHE_DIR=str(tmp_path))
-  run = lambda *args: subprocess.run(
+  checks = lambda *args: subprocess.run(
       [sys.executable, "-m", "t2tlite.precision", *args], env=env,
-      capture_output=True, text=True, timeout=120, check=True).stdout
-  first = run()
+      capture_output=True, text=True, timeout=120, check=True)
+  run = lambda *args: checks(*args).stdout
+  first_check = checks()
+  assert not noise(first_check.stderr), first_check.stderr[:3000]
+  first = first_check.stdout
   assert re.search(r"^auto precision: (bfloat16|float16|float32) \(",
                    first, re.M), first
   speedup = re.search(r"^bfloat16 matmul speedup: (.+)x \(auto needs",

@@ -1,6 +1,7 @@
 """The command layer's helpers: library argument names become flag names,
 TensorFlow's start-up notices are told from other stderr lines."""
-from t2tlite.bin import console, quiet
+from t2tlite import quiet
+from t2tlite.bin import console
 
 
 def test_library_arguments_become_flags():

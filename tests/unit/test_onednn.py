@@ -77,8 +77,8 @@ IS_ON = ("from tensorflow.python.util import _pywrap_util_port as p; "
 
 
 def test_commands_and_the_library_turn_it_on_before_tensorflow_loads():
-  # As a command starts: t2tlite.bin.quiet hides TensorFlow's start-up.
-  code = "import t2tlite.bin.quiet as q; q.install(); " + IS_ON
+  # As a command starts: t2tlite.quiet hides TensorFlow's start-up.
+  code = "import t2tlite.quiet as q; q.install(); " + IS_ON
   assert _fresh(code) == "True default set by t2tlite"
   assert _fresh("import t2tlite; " + IS_ON, **{ENV: "0"}) == (
       "False set by the user")

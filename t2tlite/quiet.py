@@ -1,5 +1,7 @@
-"""Quiet start-up for the commands: TensorFlow's native notices are hidden
-unless the user asks for logs.
+"""Quiet start-up for the commands (the t2t-* commands, through
+`t2tlite.bin`, and `python -m t2tlite.precision`): TensorFlow's native
+notices are hidden unless the user asks for logs. Library code never calls
+`install`: it leaves logging as the user configured it.
 
 TensorFlow's shared libraries log from static initializers while they load
 (oneDNN and CUDA-driver notices, the CPU-feature notice, absl's "All log
