@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 
 from t2tlite.ids import PAD_ID
+from t2tlite.layers.dropout import Dropout
 from t2tlite.layers.linear import linear
 
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0
@@ -86,8 +87,7 @@ class MultiHeadAttention(keras.layers.Layer):
     self.d_v = d_v
     self.attention_dropout = attention_dropout
     # float32: it drops the float32 attention weights.
-    self.weights_dropout = keras.layers.Dropout(attention_dropout,
-                                                dtype="float32")
+    self.weights_dropout = Dropout(attention_dropout, dtype="float32")
 
   def build(self, query_shape, memory_shape=None):
     d_query = query_shape[-1]

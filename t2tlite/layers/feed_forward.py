@@ -2,6 +2,7 @@
 import keras
 import tensorflow as tf
 
+from t2tlite.layers.dropout import Dropout
 from t2tlite.layers.linear import linear, read_weight
 
 
@@ -20,7 +21,7 @@ class FeedForward(keras.layers.Layer):
     super().__init__(**kwargs)
     self.d_ff = d_ff
     self.relu_dropout = relu_dropout
-    self.dropout = keras.layers.Dropout(relu_dropout, dtype=self.dtype_policy)
+    self.dropout = Dropout(relu_dropout, dtype=self.dtype_policy)
 
   def build(self, input_shape):
     d_model = input_shape[-1]

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from t2tlite.layers.attention import MultiHeadAttention
+from t2tlite.layers.dropout import Dropout
 from t2tlite.layers.feed_forward import FeedForward
 
 
@@ -29,7 +30,7 @@ class Residual(keras.layers.Layer):
     # Named explicitly: checkpoints key variables by their path.
     self.norm = keras.layers.LayerNormalization(
         epsilon=layer_norm_epsilon, name="layer_norm", dtype=self.dtype_policy)
-    self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+    self.dropout = Dropout(dropout, dtype=self.dtype_policy)
 
   def build(self, x_shape, sublayer_output_shape=None):
     self.norm.build(x_shape)

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from t2tlite import registry
 from t2tlite.layers.attention import MASK_BIAS, causal_bias, padding_bias
+from t2tlite.layers.dropout import Dropout
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.linear import decoding_kernels, int8_kernels
 from t2tlite.layers.search_weights import SearchWeights
@@ -71,7 +72,7 @@ class Transformer(keras.Model):
     self.decoder_positions = PositionEncoding(
         c.position_encoding, c.max_length, name="decoder_positions",
         dtype=policy)
-    self.embedding_dropout = keras.layers.Dropout(c.dropout, dtype=policy)
+    self.embedding_dropout = Dropout(c.dropout, dtype=policy)
     sizes = dict(
         num_heads=c.num_heads, d_k=c.d_k, d_v=c.d_v, d_ff=c.d_ff,
         dropout=c.dropout, attention_dropout=c.attention_dropout,
