@@ -120,6 +120,12 @@ def test_shell_lines_join_continuations_and_split_commands():
   ]
 
 
+def test_readme_is_a_short_guide():
+  # The README is the user's guide; details live in docs/ and BUILD_NOTES.md.
+  lines = (REPO / "README.md").read_text().splitlines()
+  assert len(lines) < 300, f"README.md has {len(lines)} lines; keep it under 300"
+
+
 def test_readme_shows_every_command():
   shown = {command for command, _, _ in
            command_uses((REPO / "README.md").read_text())}
