@@ -58,25 +58,36 @@ class SharedEmbedding(keras.layers.Layer):
     if quantized is not None:
       flat = int8.matmul(tf.reshape(x, [-1, self.d_model]), quantized)
       return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
+    if kernel is not None and kernel.shape.rank == 3:
+      flat = tf.matmul(tf.reshape(x, [1, -1, self.d_model]), kernel,
+                       transpose_b=True)
+      return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
     if kernel is not None:
       return tf.cast(position_wise(x, kernel), tf.float32)
     table = read_weight(self.embeddings, self.compute_dtype, search_weights)
     return tf.cast(position_wise(x, table, transpose_kernel=True), tf.float32)
 
   def output_kernels(self, values):
-    """The table transposed, [d_model, vocab]: made once per search, it
-    turns each decoding step's tied output projection into a 2-D matmul
-    without a transpose, the layout oneDNN runs fastest on AVX2 and AVX-512
-    alike (BUILD_NOTES.md, Decoding layouts).
+    """The tied output projection laid out for each decoding step, made once
+    per search (BUILD_NOTES.md, "Decoding layouts"). float32: the table
+    transposed, [d_model, vocab], for a 2-D matmul without a transpose, the
+    layout oneDNN runs fastest on AVX2 and AVX-512 alike. bfloat16: the
+    table as it is, [1, vocab, d_model], for a one-batch matmul with
+    transpose_b, which oneDNN runs faster than either 2-D form, with the
+    same sums.
 
     Args:
       values: {variable.path: weight in the compute dtype}, holding the
         table (`SearchWeights.values`).
     Returns:
-      {the table's path: [d_model, vocab]}, `SearchWeights.output_kernels`.
+      {the table's path: [d_model, vocab] or [1, vocab, d_model]},
+      `SearchWeights.output_kernels`.
     """
     path = self.embeddings.path
-    return {path: tf.transpose(values[path])}
+    table = values[path]
+    if table.dtype == tf.float32:
+      return {path: tf.transpose(table)}
+    return {path: table[tf.newaxis]}
 
   def int8_output_kernels(self, weights_first=False):
     """The output kernel ([d_model, vocab]) quantized for `int8.matmul` in

@@ -20,8 +20,9 @@ class SearchWeights(typing.NamedTuple):
   int8_kernels: int8 searches: each [d_in, d_out] decoder kernel quantized
     (`int8.quantize_kernel`'s dict of tensors; `linear.int8_kernels`).
   output_kernels: float searches: the tied output projection's kernel,
-    [d_model, vocab], under the path of its [vocab, d_model] embedding
-    table (`SharedEmbedding.output_kernels`).
+    [d_model, vocab] in float32 and [1, vocab, d_model] in 16 bits, under
+    the path of its [vocab, d_model] embedding table
+    (`SharedEmbedding.output_kernels`).
   int8_output_kernels: int8 searches: that kernel quantized, under the
     table's path (`SharedEmbedding.int8_output_kernels`).
   """
@@ -57,7 +58,8 @@ class SearchWeights(typing.NamedTuple):
     return self.int8_kernels.get(variable.path)
 
   def output_kernel(self, table):
-    """[d_model, vocab] of a [vocab, d_model] embedding `table`, or None."""
+    """The output kernel of a [vocab, d_model] embedding `table`, or
+    None."""
     return self.output_kernels.get(table.path)
 
   def int8_output_kernel(self, table):

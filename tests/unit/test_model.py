@@ -7,6 +7,7 @@ import tensorflow as tf
 import t2tlite
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
+from t2tlite.layers.search_weights import SearchWeights
 from t2tlite.layers.feed_forward import FeedForward
 from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
                                                Residual)
@@ -189,6 +190,29 @@ def test_embedding_is_shared_and_scaled():
   x = tf.random.normal([1, 2, d_model])
   np.testing.assert_allclose(model.embedding.logits(x).numpy(),
                              x.numpy() @ table.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_search_output_kernel_gives_the_logits_of_the_table(policy):
+  # A search's step multiplies by the output kernel laid out once
+  # (SharedEmbedding.output_kernels: [d_model, vocab] in float32,
+  # [1, vocab, d_model] in bfloat16): the logits of the table, up to the
+  # rounding of another summation order (kernels differ by CPU).
+  embedding = SharedEmbedding(vocab_size=37, d_model=16, dtype=policy)
+  embedding.build()
+  x = tf.cast(tf.random.stateless_normal([6, 1, 16], seed=[1, 2]),
+              embedding.compute_dtype)
+  table = tf.cast(embedding.embeddings, embedding.compute_dtype)
+  kernels = embedding.output_kernels({embedding.embeddings.path: table})
+  expected_shape = [16, 37] if policy == "float32" else [1, 37, 16]
+  assert kernels[embedding.embeddings.path].shape == expected_shape
+  weights = SearchWeights.of({embedding.embeddings.path: table},
+                             output_kernels=kernels)
+  laid_out = embedding.logits(x, search_weights=weights)
+  assert laid_out.shape == [6, 1, 37] and laid_out.dtype == tf.float32
+  tolerance = 1e-5 if policy == "float32" else 2**-7
+  np.testing.assert_allclose(laid_out.numpy(), embedding.logits(x).numpy(),
+                             rtol=tolerance, atol=tolerance)
 
 
 @pytest.mark.parametrize("layer, args", [
