@@ -7,8 +7,8 @@ import tensorflow as tf
 import t2tlite
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
-from t2tlite.layers.search_weights import SearchWeights
 from t2tlite.layers.feed_forward import FeedForward
+from t2tlite.layers.search_weights import SearchWeights
 from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
                                                Residual)
 from t2tlite.models.config import TransformerConfig
