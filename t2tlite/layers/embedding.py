@@ -6,8 +6,8 @@ import keras
 import tensorflow as tf
 
 from t2tlite.layers import int8
-from t2tlite.layers.linear import (position_wise, read_weight,
-                                   with_leading_axes)
+from t2tlite.layers.linear import (laid_out_product, position_wise,
+                                   read_weight, with_leading_axes)
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -58,12 +58,8 @@ class SharedEmbedding(keras.layers.Layer):
     if quantized is not None:
       flat = int8.matmul(tf.reshape(x, [-1, self.d_model]), quantized)
       return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
-    if kernel is not None and kernel.shape.rank == 3:
-      flat = tf.matmul(tf.reshape(x, [1, -1, self.d_model]), kernel,
-                       transpose_b=True)
-      return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
     if kernel is not None:
-      return tf.cast(position_wise(x, kernel), tf.float32)
+      return tf.cast(laid_out_product(x, kernel), tf.float32)
     table = read_weight(self.embeddings, self.compute_dtype, search_weights)
     return tf.cast(position_wise(x, table, transpose_kernel=True), tf.float32)
 

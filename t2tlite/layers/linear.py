@@ -104,11 +104,28 @@ def linear(x, variable, dtype, search_weights=None):
     kernel = search_weights.decoding_kernel(variable)
   if quantized is not None:
     flat = int8.matmul(tf.reshape(x, [-1, d_in]), quantized)
-  elif kernel is not None:
+    return with_leading_axes(flat, x, d_out)
+  if kernel is not None:
+    return laid_out_product(x, kernel)
+  return position_wise(x, read_weight(variable, dtype, search_weights))
+
+
+def laid_out_product(x, kernel):
+  """x @ a kernel in a search's decoding layout (`decoding_kernels`,
+  `SharedEmbedding.output_kernels`).
+
+  Args:
+    x: [..., d_in].
+    kernel: [1, d_out, d_in], multiplied as a one-batch matmul with
+      transpose_b; or [d_in, d_out], multiplied by `position_wise`.
+  Returns:
+    [..., d_out], in x's dtype.
+  """
+  if kernel.shape.rank == 3:
+    _, d_out, d_in = kernel.shape
     flat = tf.matmul(tf.reshape(x, [1, -1, d_in]), kernel, transpose_b=True)
-  else:
-    return position_wise(x, read_weight(variable, dtype, search_weights))
-  return with_leading_axes(flat, x, d_out)
+    return with_leading_axes(flat, x, d_out)
+  return position_wise(x, kernel)
 
 
 def position_wise(x, kernel, transpose_kernel=False):
