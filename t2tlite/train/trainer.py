@@ -30,6 +30,7 @@ from t2tlite.hparams_lib import HParams, create_hparams
 from t2tlite.train import best as best_lib
 from t2tlite.train import budget
 from t2tlite.train import preemption
+from t2tlite.train import progress
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.schedules import build_optimizer, set_train_steps
@@ -699,6 +700,9 @@ class Trainer:
           self.hp.gradient_accumulation_steps, self.hp.batch_size)
     metrics, step, last_eval = {}, start_step, None
     eval_seconds = 0.0  # spent in evaluations (after a budget's plan)
+    # The last evaluation's duration, for the time left (a plan's timed
+    # evaluation until one runs here).
+    last_eval_seconds = config.plan.eval_seconds if config.plan else None
     if evaluate and strategy_lib.any_workers(  # a resumed run that stopped
         self.strategy, self.patience_exhausted())[0]:
       best = (f" (best {self.best['value']:.2f} at step "
@@ -713,7 +717,7 @@ class Trainer:
     logging.info("Building the input pipeline...")
     iterator = iter(self.make_dataset("train", True))
     last_save = time.time()
-    window = _Window(step)
+    window = progress.Window(step)
     first_step_start = time.time() if step < config.train_steps else None
     if first_step_start:
       logging.info("Tracing the training step and filling the shuffle buffer "
@@ -749,20 +753,23 @@ class Trainer:
           self.strategy, [meter.step_done(step)])[0]:
         metrics = self._plan(step, clock_start, meter)
         last_eval = step if metrics else last_eval
-        meter, config, window = None, self.config, _Window(step)
+        last_eval_seconds = self.config.plan.eval_seconds
+        meter, config, window = None, self.config, progress.Window(step)
         eval_seconds = 0.0  # the re-estimates count evaluations from here
         continue
       if (step % config.log_every_steps == 0 or
           step == config.train_steps) and not config.planning:
-        self._log_progress(step, window)
-        window = _Window(step)
+        self._log_progress(step, window, evaluate, last_eval_seconds)
+        window = progress.Window(step)
       # Not while a budget's steps are timed: the plan times an evaluation
       # of its own, and one in between would slow the measured rate.
       if evaluate and config.local_eval_frequency > 0 and (
           step % config.local_eval_frequency == 0) and not config.planning:
         started = time.monotonic()
         metrics, last_eval = self.evaluate(), step
-        eval_seconds += time.monotonic() - started
+        last_eval_seconds = time.monotonic() - started
+        eval_seconds += last_eval_seconds
+        window.leave_out(last_eval_seconds)  # the line reports training
         if self.early_stop_due:
           if self.chief:
             logging.info(
@@ -806,11 +813,20 @@ class Trainer:
       metrics = self.evaluate()
     return metrics
 
-  def _log_progress(self, step, window):
+  def _log_progress(self, step, window, evaluate, eval_seconds):
+    """Logs a progress line and its summaries. The time left counts the
+    evaluations still due at `eval_seconds` each (the last one's; None
+    before any: steps only)."""
     stats = window.stats(step)
-    remaining = self.config.train_steps - step
-    eta = (f"  ETA {format_duration(remaining / stats['steps_per_sec'])}"
-           if remaining > 0 else "")
+    config = self.config
+    evaluations = (progress.evaluations_due(
+        step, config.train_steps, config.local_eval_frequency)
+                   if evaluate and eval_seconds is not None else 0)
+    left = progress.seconds_left(step, config.train_steps,
+                                 stats["steps_per_sec"], evaluations,
+                                 eval_seconds or 0.0)
+    eta = (f"  ETA {progress.format_duration(left)}"
+           if step < config.train_steps else "")
     logging.info(
         "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
         "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
@@ -818,43 +834,3 @@ class Trainer:
         stats["grad_norm"], stats["steps_per_sec"], stats["tokens_per_sec"],
         eta)
     self._summaries("", step, stats)
-
-
-def format_duration(seconds):
-  """3725.0 -> "1h02m", 250.0 -> "4m10s", 12.3 -> "12s"."""
-  seconds = int(round(seconds))
-  if seconds >= 3600:
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-  if seconds >= 60:
-    return f"{seconds // 60}m{seconds % 60:02d}s"
-  return f"{seconds}s"
-
-
-class _Window:
-  """Training statistics accumulated between two progress lines."""
-
-  def __init__(self, step):
-    self.first_step, self.start = step, time.time()
-    self.totals = {}
-    self.count = 0
-    self.last = {}
-
-  def add(self, out):
-    for key in ("loss", "nll", "target_tokens", "source_tokens", "grad_norm"):
-      self.totals[key] = self.totals.get(key, 0.0) + out[key]
-    self.count += 1
-    self.last = out
-
-  def stats(self, step):
-    seconds = max(time.time() - self.start, 1e-9)
-    steps = max(step - self.first_step, 1)
-    tokens = max(self.totals["target_tokens"], 1.0)
-    return {
-        "loss": self.totals["loss"] / tokens,
-        "nll": self.totals["nll"] / tokens,
-        "learning_rate": self.last["learning_rate"],
-        "grad_norm": self.totals["grad_norm"] / max(self.count, 1),
-        "steps_per_sec": steps / seconds,
-        "tokens_per_sec": (self.totals["target_tokens"] +
-                           self.totals["source_tokens"]) / seconds,
-    }

@@ -1,0 +1,64 @@
+"""The progress line's numbers: the training rate without the evaluations,
+and the time left with them."""
+import pytest
+
+from t2tlite.train import progress
+
+
+class FakeClock:
+  def __init__(self):
+    self.now = 100.0
+
+  def __call__(self):
+    return self.now
+
+
+def _step(tokens=1000.0):
+  return {"loss": 2.0 * tokens, "nll": 1.5 * tokens, "target_tokens": tokens,
+          "source_tokens": tokens, "grad_norm": 0.5, "learning_rate": 1e-3}
+
+
+def test_an_evaluation_between_two_lines_leaves_the_rate_unchanged():
+  clock = FakeClock()
+  rates = []
+  for evaluation_seconds in (0.0, 30.0):
+    window = progress.Window(1000, clock=clock)
+    for _ in range(100):
+      clock.now += 0.5  # 2 steps/s of training
+      window.add(_step())
+    clock.now += evaluation_seconds
+    window.leave_out(evaluation_seconds)
+    stats = window.stats(1100)
+    rates.append((stats["steps_per_sec"], stats["tokens_per_sec"]))
+  assert rates[0] == rates[1] == (pytest.approx(2.0), pytest.approx(4000.0))
+  assert stats["loss"] == pytest.approx(2.0)
+  assert stats["nll"] == pytest.approx(1.5)
+  # Without leave_out the evaluation would count as training time.
+  window = progress.Window(0, clock=clock)
+  window.add(_step())
+  clock.now += 1.0 + 30.0
+  assert window.stats(1)["steps_per_sec"] == pytest.approx(1 / 31)
+
+
+@pytest.mark.parametrize("step,train_steps,every,due", [
+    (1100, 4642, 1000, 4),   # at 2,000, 3,000, 4,000 and the final one
+    (4000, 4642, 1000, 1),   # the final one only
+    (1100, 4000, 1000, 3),   # the last periodic one is the final one
+    (4000, 4000, 1000, 0),   # training is over
+    (10, 100, 0, 1),         # no periodic evaluations: the final one
+])
+def test_evaluations_due(step, train_steps, every, due):
+  assert progress.evaluations_due(step, train_steps, every) == due
+
+
+def test_seconds_left_counts_steps_and_evaluations():
+  # 3,542 steps at 1.35 steps/s, 4 evaluations of 8 s.
+  assert progress.seconds_left(1100, 4642, 1.35, 4, 8.0) == pytest.approx(
+      3542 / 1.35 + 32)
+  assert progress.seconds_left(1100, 4642, 1.35) == pytest.approx(3542 / 1.35)
+
+
+def test_format_duration():
+  assert progress.format_duration(3725.0) == "1h02m"
+  assert progress.format_duration(250.0) == "4m10s"
+  assert progress.format_duration(12.3) == "12s"
