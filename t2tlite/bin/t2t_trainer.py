@@ -52,7 +52,9 @@ flags.DEFINE_bool("generate_data", False, "Run datagen for --problem into "
                   "cheap when the data exists).")
 flags.DEFINE_integer("train_steps", None, "Optimizer updates to train to "
                      "(default: the hparams' train_steps). A restart with a "
-                     "larger value trains further.", lower_bound=1)
+                     "larger value trains further. With --train_minutes: the "
+                     "most steps the budget's plan may hold (a fast machine "
+                     "then ends early).", lower_bound=1)
 flags.DEFINE_integer("eval_steps", 100, "Evaluation batches per replica at "
                      "most; 0 evaluates the whole dev split.", lower_bound=0)
 flags.DEFINE_integer("local_eval_frequency", 1000, "Evaluate on dev every "
@@ -123,7 +125,8 @@ flags.DEFINE_float("train_minutes", None, "Train for this many minutes "
                    "learning-rate cool-down and the evaluations end within "
                    "the budget; until the cool-down starts the plan is "
                    "re-estimated from the rate since; it is kept in "
-                   "run.json and a restart continues it.", lower_bound=0.01)
+                   "run.json and a restart continues it. --train_steps "
+                   "caps the plan.", lower_bound=0.01)
 flags.DEFINE_integer("keep_best_checkpoints", 1, "How many of the best "
                      "checkpoints by the dev metric OUTPUT_DIR/best keeps "
                      "(on a tie the earlier step stays); its 'checkpoint' "
@@ -240,22 +243,24 @@ def _check_evaluation(problem, data_dir):
 
 
 def _budget(output_dir, saved_flags):
-  """(train_minutes, the saved budget.Plan or None) of the run: a restart
-  continues the plan in run.json (or plans it, if the first start ended
-  before planning); --train_minutes with --train_steps is an error."""
+  """(train_minutes, its ceiling on the steps or 0, the saved budget.Plan or
+  None) of the run: a restart continues the plan in run.json (or plans it,
+  with the first start's flags, if that ended before planning)."""
   saved = run_dir.read_plan(output_dir)
-  if FLAGS.train_minutes and FLAGS.train_steps:
-    raise console.CommandError("Give --train_minutes or --train_steps, not "
-                               "both.")
   if saved is None:
-    minutes = FLAGS.train_minutes or (
-        None if FLAGS.train_steps else saved_flags.get("train_minutes"))
+    if FLAGS.train_minutes:
+      minutes, ceiling = FLAGS.train_minutes, FLAGS.train_steps
+    elif FLAGS.train_steps:  # a run by steps
+      minutes, ceiling = None, None
+    else:
+      minutes = saved_flags.get("train_minutes")
+      ceiling = saved_flags.get("train_steps")
     if minutes:
       try:
         budget.check_budget(minutes)
       except budget.BudgetError as error:
         raise console.CommandError(str(error)) from None
-    return minutes or 0.0, None
+    return minutes or 0.0, ceiling or 0, None
   plan = budget.Plan.from_json(saved)
   if FLAGS.train_minutes and FLAGS.train_minutes != plan.train_minutes:
     raise console.CommandError(
@@ -270,7 +275,7 @@ def _budget(output_dir, saved_flags):
         "cannot change it.")
   logging.info("Continuing the plan of run.json: %d steps (--train_minutes=%g"
                ").", plan.train_steps, plan.train_minutes)
-  return plan.train_minutes, plan
+  return plan.train_minutes, plan.max_steps, plan
 
 
 def _make_dev_metric(problem, output_dir, data_dir, choice):
@@ -296,7 +301,7 @@ def _train(output_dir):
   # Names, hparams and data_dir are checked before the strategy starts and
   # the data is read (fast failures).
   problem, model, hp, data_dir, saved = _resolve_setup(output_dir)
-  train_minutes, plan = _budget(output_dir, saved)
+  train_minutes, max_planned_steps, plan = _budget(output_dir, saved)
   # The strategy first: auto's check runs TensorFlow ops, and the
   # multi-worker runtime must be configured before the first op.
   strategy = strategy_lib.make_strategy(
@@ -338,7 +343,9 @@ def _train(output_dir):
                     output_dir=output_dir,
                     hparams_set=FLAGS.hparams_set or saved.get("hparams_set"),
                     precision=choice.to_json(),
-                    train_minutes=train_minutes or None)
+                    train_minutes=train_minutes or None,
+                    # A budget's ceiling, kept for a restart before planning.
+                    train_steps=FLAGS.train_steps or max_planned_steps or None)
     run_dir.write_run_info(
         output_dir, hp, problem.name, vocab.size, problem.vocab_file(data_dir),
         flags=recorded, model=model,
@@ -356,7 +363,8 @@ def _train(output_dir):
       log_every_steps=FLAGS.log_step_count_steps, model=model,
       early_stopping_patience=FLAGS.early_stopping_patience,
       keep_best_checkpoints=FLAGS.keep_best_checkpoints,
-      train_minutes=train_minutes, plan=plan)
+      train_minutes=train_minutes, max_planned_steps=max_planned_steps,
+      plan=plan)
   dev_metric = _make_dev_metric(problem, output_dir, data_dir, choice)
 
   def make_dataset(split, training):

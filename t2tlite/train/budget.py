@@ -14,6 +14,11 @@ plan) and the learning-rate schedule's cool-down ends at it:
                                meter.step_seconds(), warmup, cooldown,
                                eval_every, eval_seconds)
 
+A ceiling (`max_steps`; t2t-trainer's --train_steps beside --train_minutes)
+caps the plan: a machine fast enough to run more steps than the schedule was
+made for runs that schedule and ends early, rather than training far past
+it (a small corpus overfits).
+
 Until the cool-down starts, the plan is re-estimated at each logged step
 from the rate since it was made (`replanned_train_steps`): the learning
 rate before the cool-down does not depend on the run's length, so a plan
@@ -59,6 +64,7 @@ class Plan:
   eval_seconds: float
   cooldown_steps: int
   replanned_at_step: int = 0  # the last re-estimate that changed it; 0: none
+  max_steps: int = 0  # the ceiling on train_steps (--train_steps); 0: none
 
   def to_json(self):
     return dataclasses.asdict(self)
@@ -71,8 +77,8 @@ class Plan:
 
 def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
                      step_seconds, warmup_steps, cooldown_steps,
-                     eval_every=0, eval_seconds=0.0):
-  """The total steps that fit in the budget.
+                     eval_every=0, eval_seconds=0.0, max_steps=0):
+  """The total steps that fit in the budget, at most `max_steps`.
 
   Args:
     budget_seconds: the whole budget (--train_minutes * 60).
@@ -86,21 +92,23 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
     eval_every: evaluations every this many steps (and one at the end);
       0 = none.
     eval_seconds: measured seconds of one evaluation.
+    max_steps: > 0: the most steps to plan, however many fit (a schedule
+      meant for this many steps, on a machine fast enough to run more);
+      0: as many as fit.
   Returns:
     The total number of steps.
   Raises:
     BudgetError: one line, with the budget that would hold the schedule.
   """
-  if step_seconds <= 0:
-    raise ValueError(f"step_seconds must be positive, got {step_seconds}")
-  reserve = RESERVE_SHARE * budget_seconds + RESERVE_SECONDS
-  # The final evaluation, then one every eval_every steps.
+  total = steps_that_fit(budget_seconds, elapsed_seconds, steps_done,
+                         step_seconds, eval_every, eval_seconds)
   evals_seconds = eval_seconds if eval_every > 0 else 0.0
-  per_step = step_seconds + (eval_seconds / eval_every if eval_every > 0
-                             else 0.0)
-  left = budget_seconds - elapsed_seconds - reserve - evals_seconds
-  total = steps_done + max(0, math.floor(left / per_step))
+  per_step = _seconds_per_step(step_seconds, eval_every, eval_seconds)
   needed = warmup_steps + math.ceil(MIN_COOLDOWN_SHARE * cooldown_steps)
+  schedule = (f"warm-up {warmup_steps} + {needed - warmup_steps} of the "
+              f"{cooldown_steps} cool-down steps")
+  if 0 < max_steps < needed:  # a ceiling below the schedule shortens it
+    needed, schedule = max_steps, f"the {max_steps} steps of --train_steps"
   if total < needed:
     # Budget for `needed` steps at the same rates (same overheads).
     seconds = (elapsed_seconds + evals_seconds + RESERVE_SECONDS +
@@ -109,21 +117,40 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
         f"--train_minutes={budget_seconds / 60:g} is too short for the "
         f"schedule: at the measured {1 / step_seconds:.2f} steps/s "
         f"({eval_seconds:.0f}s an evaluation) it holds {total} steps, fewer "
-        f"than warm-up {warmup_steps} + {needed - warmup_steps} of the "
-        f"{cooldown_steps} cool-down steps; give at "
+        f"than {schedule}; give at "
         f"least --train_minutes={math.ceil(seconds / 60)}, or lower "
         "warmup_steps and learning_rate_cooldown_steps.")
-  return total
+  return min(total, max_steps) if max_steps > 0 else total
+
+
+def steps_that_fit(budget_seconds, elapsed_seconds, steps_done, step_seconds,
+                   eval_every=0, eval_seconds=0.0):
+  """The total steps the budget holds at these rates, whatever the schedule
+  (arguments as in `plan_train_steps`)."""
+  if step_seconds <= 0:
+    raise ValueError(f"step_seconds must be positive, got {step_seconds}")
+  reserve = RESERVE_SHARE * budget_seconds + RESERVE_SECONDS
+  # The final evaluation, then one every eval_every steps.
+  evals_seconds = eval_seconds if eval_every > 0 else 0.0
+  left = budget_seconds - elapsed_seconds - reserve - evals_seconds
+  per_step = _seconds_per_step(step_seconds, eval_every, eval_seconds)
+  return steps_done + max(0, math.floor(left / per_step))
+
+
+def _seconds_per_step(step_seconds, eval_every, eval_seconds):
+  """A step's seconds with its share of the evaluations."""
+  return step_seconds + (eval_seconds / eval_every if eval_every > 0 else 0.0)
 
 
 def replanned_train_steps(budget_seconds, elapsed_seconds, step,
                           step_seconds, planned_steps, warmup_steps,
-                          cooldown_steps, eval_every=0, eval_seconds=0.0):
+                          cooldown_steps, eval_every=0, eval_seconds=0.0,
+                          max_steps=0):
   """A plan's total steps re-estimated at `step`, or None to keep it.
 
   Args:
-    budget_seconds, elapsed_seconds, eval_every, eval_seconds: as in
-      `plan_train_steps`.
+    budget_seconds, elapsed_seconds, eval_every, eval_seconds, max_steps:
+      as in `plan_train_steps`.
     step: optimizer steps done.
     step_seconds: seconds per step measured since the plan was made
       (evaluations left out).
@@ -139,11 +166,13 @@ def replanned_train_steps(budget_seconds, elapsed_seconds, step,
   try:
     total = plan_train_steps(budget_seconds, elapsed_seconds, step,
                              step_seconds, warmup_steps, cooldown_steps,
-                             eval_every, eval_seconds)
+                             eval_every, eval_seconds, max_steps)
   except BudgetError:  # late for the schedule: its shortest form
     total = warmup_steps + math.ceil(MIN_COOLDOWN_SHARE * cooldown_steps)
   if step > warmup_steps:  # the cool-down must start after this step
     total = max(total, step + cooldown_steps)
+  if max_steps > 0:
+    total = min(total, max_steps)
   if abs(total - planned_steps) < max(1, REPLAN_MIN_CHANGE * planned_steps):
     return None
   return total

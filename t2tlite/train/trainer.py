@@ -78,6 +78,8 @@ class TrainConfig:
     train_minutes: > 0: plan train_steps from the measured step rate so
       that the run ends within this many minutes (`budget.py`); train_steps
       is then ignored, unless `plan` holds a plan already made.
+    max_planned_steps: with train_minutes, plan at most this many steps
+      (`budget.plan_train_steps`' max_steps); 0 = as many as fit.
     plan: None, or the `budget.Plan` a resumed run continues (its
       train_steps is then the run's).
   """
@@ -96,6 +98,7 @@ class TrainConfig:
   early_stopping_patience: int = 0
   keep_best_checkpoints: int = 1
   train_minutes: float = 0.0
+  max_planned_steps: int = 0
   plan: budget.Plan | None = None
 
   @property
@@ -230,9 +233,12 @@ class Trainer:
                                    train_steps=config.plan.train_steps)
       hp = hp.replace(train_steps=config.train_steps,
                       learning_rate_cooldown_steps=config.plan.cooldown_steps)
-    elif config.planning:  # no cool-down until the length is planned
-      config = dataclasses.replace(config, train_steps=_UNPLANNED)
-      hp = hp.replace(train_steps=_UNPLANNED)
+    elif config.planning:
+      # Until the length is planned: no cool-down, or the ceiling's (the
+      # plan of a fast machine, which a very short ceiling may reach first).
+      steps = config.max_planned_steps or _UNPLANNED
+      config = dataclasses.replace(config, train_steps=steps)
+      hp = hp.replace(train_steps=steps)
     self.hp, self.config, self.strategy = hp, config, strategy
     self.on_worker_lost = on_worker_lost
     self.dev_metric, self.on_best = dev_metric, on_best
@@ -594,9 +600,11 @@ class Trainer:
              if config.schedule == "train_and_evaluate" else 0)
     # Without evaluations first: a budget too short fails before anything
     # is written.
+    ceiling = config.max_planned_steps
     budget.plan_train_steps(budget_seconds, elapsed, step, step_seconds,
                             self.hp.warmup_steps,
-                            self.hp.learning_rate_cooldown_steps)
+                            self.hp.learning_rate_cooldown_steps,
+                            max_steps=ceiling)
     eval_seconds, metrics = 0.0, {}
     if every > 0:
       logging.info("Timing one evaluation to plan the run...")
@@ -607,13 +615,14 @@ class Trainer:
         self.strategy, [time.monotonic() - clock_start, eval_seconds])
     total = budget.plan_train_steps(
         budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
-        self.hp.learning_rate_cooldown_steps, every, eval_seconds)
+        self.hp.learning_rate_cooldown_steps, every, eval_seconds,
+        max_steps=ceiling)
     cooldown = budget.cooldown_steps_for(
         total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
     plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
                        planned_at_step=step, planned_after_seconds=elapsed,
                        step_seconds=step_seconds, eval_seconds=eval_seconds,
-                       cooldown_steps=cooldown)
+                       cooldown_steps=cooldown, max_steps=ceiling)
     self.set_train_steps(total, cooldown)
     self.config = dataclasses.replace(self.config, plan=plan)
     if self.chief:
@@ -625,6 +634,11 @@ class Trainer:
         meter.first_step, step, eval_seconds, self.hp.warmup_steps, cooldown,
         "" if cooldown == self.hp.learning_rate_cooldown_steps else
         f" (shortened from {self.hp.learning_rate_cooldown_steps} to fit)")
+    fitting = budget.steps_that_fit(budget_seconds, elapsed, step,
+                                    step_seconds, every, eval_seconds)
+    if fitting > total:
+      logging.info("The budget would hold about %d steps; the ceiling of %d "
+                   "(--train_steps) ends the run early.", fitting, total)
     return metrics
 
   def _may_replan(self, step, start_step):
@@ -660,7 +674,7 @@ class Trainer:
     total = budget.replanned_train_steps(
         plan.train_minutes * 60, elapsed, step, step_seconds,
         plan.train_steps, hp.warmup_steps, hp.learning_rate_cooldown_steps,
-        every, plan.eval_seconds)
+        every, plan.eval_seconds, plan.max_steps)
     if total is None:
       return
     cooldown = budget.cooldown_steps_for(total, hp.warmup_steps,

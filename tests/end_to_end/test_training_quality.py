@@ -120,7 +120,9 @@ def _plan(output_dir):
 @pytest.mark.timeout(400)
 def test_budgeted_run_keeps_its_plan_across_a_resume(reverse_data, tmp_path):
   output_dir = tmp_path / "train"
-  command = _budget_command(reverse_data, output_dir, BUDGET)
+  # A ceiling far above what the budget holds: recorded, never reached.
+  command = _budget_command(reverse_data, output_dir, "--train_steps=100000",
+                            BUDGET)
   with train_helpers.processes() as started:
     proc = train_helpers.start(command, tmp_path / "first.txt")
     started.append(proc)
@@ -137,17 +139,18 @@ def test_budgeted_run_keeps_its_plan_across_a_resume(reverse_data, tmp_path):
   # re-estimated before the cool-down.
   logged = "Re-planned" if plan["replanned_at_step"] else "Planned"
   assert f"{logged} {plan['train_steps']} steps for {BUDGET}" in first
+  assert plan["max_steps"] == 100000 and plan["train_steps"] < 100000
   stopped_at = train_helpers.latest_step(str(output_dir))
   assert stopped_at < plan["train_steps"]
   # The restart names no budget: it continues the plan to its end.
-  code, output = run(command[:-1], timeout=300)
+  code, output = run(command[:-2], timeout=300)
   assert code == 0, output[-3000:]
   assert f"Continuing the plan of run.json: {plan['train_steps']} steps" \
       in output
   assert _plan(output_dir) == plan
   assert train_helpers.latest_step(str(output_dir)) == plan["train_steps"]
   # Another budget is refused.
-  code, output = run(command[:-1] + ["--train_minutes=2"], timeout=120)
+  code, output = run(command[:-2] + ["--train_minutes=2"], timeout=120)
   assert code == 1 and "a restart continues that plan" in output, output
 
 

@@ -78,8 +78,12 @@ def test_a_budget_shorter_than_the_measurement_fails_before_running():
 def test_plan_round_trips_through_json():
   plan = budget.Plan(train_minutes=2, train_steps=3000, planned_at_step=40,
                      planned_after_seconds=9.5, step_seconds=0.03,
-                     eval_seconds=2.0, cooldown_steps=1000)
+                     eval_seconds=2.0, cooldown_steps=1000, max_steps=5000)
   assert budget.Plan.from_json(plan.to_json()) == plan
+  # A plan recorded before ceilings existed has none.
+  record = plan.to_json()
+  del record["max_steps"]
+  assert budget.Plan.from_json(record).max_steps == 0
 
 
 def test_replan_lengthens_a_plan_made_on_a_slow_start():
@@ -115,3 +119,32 @@ def test_replan_on_a_late_run_keeps_the_shortest_schedule():
       60, elapsed_seconds=70, step=50, step_seconds=0.5,
       planned_steps=600, warmup_steps=100, cooldown_steps=400)
   assert total == 100 + 100
+
+
+def test_a_ceiling_caps_the_plan_of_a_fast_machine():
+  # The budget holds about 5,600 steps; the ceiling keeps the schedule's 3,000.
+  fitting = budget.steps_that_fit(600, 30, 50, 0.1)
+  assert fitting == budget.plan_train_steps(600, 30, 50, 0.1, 100, 1000)
+  assert fitting > 3000
+  assert budget.plan_train_steps(600, 30, 50, 0.1, 100, 1000,
+                                 max_steps=3000) == 3000
+  # A slow machine plans what fits, under the ceiling.
+  assert budget.plan_train_steps(600, 30, 50, 0.1, 100, 1000,
+                                 max_steps=100000) == fitting
+  # A re-estimate never goes above it, and keeps a plan already at it.
+  assert budget.replanned_train_steps(
+      600, 100, 500, 0.05, 2500, 100, 1000, max_steps=3000) == 3000
+  assert budget.replanned_train_steps(
+      600, 100, 500, 0.05, 3000, 100, 1000, max_steps=3000) is None
+
+
+def test_a_ceiling_below_the_schedule_is_the_whole_run():
+  # 300 steps fit; a ceiling of 200 (inside the 400-step warm-up) is held,
+  # where the schedule alone (warm-up + a quarter of the cool-down) is not.
+  with pytest.raises(budget.BudgetError):
+    budget.plan_train_steps(40, 5, 20, 0.1, 400, 1000)
+  assert budget.plan_train_steps(40, 5, 20, 0.1, 400, 1000,
+                                 max_steps=200) == 200
+  with pytest.raises(budget.BudgetError,
+                     match="fewer than the 500 steps of --train_steps"):
+    budget.plan_train_steps(40, 5, 20, 0.1, 400, 1000, max_steps=500)

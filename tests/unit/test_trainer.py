@@ -266,3 +266,28 @@ def test_a_budget_is_replanned_before_its_cooldown(tmp_path, strategy,
       assert rate == pytest.approx(noam(step), rel=1e-3), step
   assert rates[plan.train_steps] == pytest.approx(
       noam(plan.train_steps) / plan.cooldown_steps, rel=1e-3)
+
+
+def test_a_ceiling_ends_a_budgeted_run_of_a_fast_machine(tmp_path, strategy,
+                                                         monkeypatch):
+  # The plan after 20 timed steps; a half-minute budget holds hundreds of
+  # tiny steps on any CPU, the ceiling 100.
+  from t2tlite.train import budget
+  monkeypatch.setattr(budget, "MAX_MEASURE_SECONDS", 0.0)
+  output_dir = str(tmp_path)
+  (tmp_path / "run.json").write_text("{}")
+  trainer = train_helpers.tiny_trainer(
+      output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=30",
+      train_minutes=0.5, max_planned_steps=100, log_every_steps=50)
+  trainer.train()
+  plan = trainer.config.plan
+  assert (plan.train_steps, plan.max_steps, trainer.step) == (100, 100, 100)
+  assert budget.steps_that_fit(30, plan.planned_after_seconds,
+                               plan.planned_at_step, plan.step_seconds) > 100
+  assert json.loads((tmp_path / "run.json").read_text())["plan"] == (
+      plan.to_json())
+  # The schedule's whole cool-down, ending at the ceiling.
+  hp = trainer.hp
+  rates = train_helpers.read_scalars(output_dir)["learning_rate"]
+  top = hp.learning_rate_scale * hp.d_model**-0.5 * 100**-0.5
+  assert rates[100] == pytest.approx(top / 30, rel=1e-3)
