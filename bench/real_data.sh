@@ -117,10 +117,14 @@ wsj() {
   local first second
   first=$(IFS=,; echo "${cores[*]:0:half}")
   second=$(IFS=,; echo "${cores[*]:half}")
+  # Each run in a process group of its own (set -m), so that a failed run
+  # stops the other, trainer included, rather than leaving it orphaned.
+  set -m
   train 1 "$first" & pid1=$!
   train 2 "${second:-$first}" & pid2=$!
-  wait "$pid1" || { kill "$pid2"; wait "$pid2" || true; exit 1; }
+  wait "$pid1" || { kill -- -"$pid2"; wait "$pid2" || true; exit 1; }
   wait "$pid2"
+  set +m
   # parse_dev NAME [t2t-decoder flags]: dev's raw linearized outputs in
   # wsj_dev.NAME.txt, which t2t-parse-eval pairs with the gold words (and
   # repairs if needed), and their F1 in wsj_dev.NAME.f1.txt.
