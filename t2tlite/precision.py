@@ -30,6 +30,7 @@ from absl import logging
 
 from t2tlite import bfloat16_check
 from t2tlite import hardware
+from t2tlite import lean_start
 from t2tlite import onednn
 from t2tlite import quiet
 
@@ -256,8 +257,10 @@ def announce(choice, what="Training"):
 def main(argv=None):
   """`python -m t2tlite.precision [--remeasure]`: the machine, auto's
   choice, oneDNN and int8 there. A command: TensorFlow's start-up notices
-  are hidden as in the t2t-* commands (`t2tlite.quiet`)."""
+  are hidden and Keras's notebook imports skipped as in the t2t-* commands
+  (`t2tlite.quiet`, `t2tlite.lean_start`)."""
   quiet.install()
+  lean_start.install()
   import argparse
   parser = argparse.ArgumentParser(
       prog="python -m t2tlite.precision",

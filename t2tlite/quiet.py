@@ -22,7 +22,6 @@ Nothing changes when the user sets TF_CPP_MIN_LOG_LEVEL or passes absl's
 --verbosity (-v).
 """
 import contextlib
-import importlib.abc
 import importlib.util
 import logging
 import os
@@ -31,6 +30,8 @@ import sys
 import tempfile
 
 from absl import logging as absl_logging
+
+from t2tlite import import_hooks
 
 _NOTICE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called "
@@ -108,33 +109,6 @@ def filtered_stderr():
       sys.stderr.flush()
 
 
-class _QuietLoader(importlib.abc.Loader):
-  """Executes the tensorflow package inside `filtered_stderr`."""
-
-  def __init__(self, loader):
-    self._loader = loader
-
-  def create_module(self, spec):
-    return self._loader.create_module(spec)
-
-  def exec_module(self, module):
-    module.__loader__ = module.__spec__.loader = self._loader
-    with filtered_stderr():
-      self._loader.exec_module(module)
-
-
-class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
-
-  def find_spec(self, fullname, path=None, target=None):
-    if fullname != "tensorflow":
-      return None
-    sys.meta_path.remove(self)
-    spec = importlib.util.find_spec(fullname)
-    if spec is not None and spec.loader is not None:
-      spec.loader = _QuietLoader(spec.loader)
-    return spec
-
-
 def install():
   """Makes the first `import tensorflow` quiet, unless the user asked for
   logs (see the module docstring). Call before tensorflow is imported."""
@@ -145,4 +119,4 @@ def install():
   absl_logging.get_absl_handler().addFilter(drop_library_info)
   # TensorFlow's own logger may print through a handler of its own.
   logging.getLogger("tensorflow").addFilter(drop_library_info)
-  sys.meta_path.insert(0, _QuietTensorFlowFinder())
+  import_hooks.around_first_import(("tensorflow",), filtered_stderr)

@@ -8,7 +8,8 @@ The ranks, lowest first; packages on one rank are independent of each other:
                .hardware (the machine's description), .bfloat16_check (its
                measured bfloat16 speedup), .onednn and .precision (the
                machine's policies: oneDNN, float32/bfloat16, int8), .quiet
-               (the commands' quiet TensorFlow start-up)
+               and .lean_start (the commands' quiet, lighter TensorFlow
+               start-up, through .import_hooks)
   1  data      t2tlite.data (vocabularies, records, datagen, trees)
      layers    t2tlite.layers (Keras layers of the Transformer)
   2  models    t2tlite.models (the Transformer and its config)
@@ -49,7 +50,8 @@ RANKS = [
     {"base": ("t2tlite.files", "t2tlite.ids", "t2tlite.registry",
               "t2tlite.hparams_lib", "t2tlite.hardware",
               "t2tlite.bfloat16_check", "t2tlite.onednn",
-              "t2tlite.precision", "t2tlite.quiet")},
+              "t2tlite.precision", "t2tlite.quiet", "t2tlite.lean_start",
+              "t2tlite.import_hooks")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
     {"models": ("t2tlite.models",), "evaluate": ("t2tlite.evaluate",)},
