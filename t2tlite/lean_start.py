@@ -2,13 +2,13 @@
 imports IPython (to tell whether it runs in a notebook, for
 `keras.saving.KerasFileEditor`) and matplotlib.pyplot (for
 `keras.visualization.plot_image_gallery`) whenever they are installed. No
-command uses either, and the two cost about 0.6 of the 3.4 CPU-seconds of
-`import tensorflow` (docs/performance_log.md, 2026-11-27, "A lighter start
-for the commands"). So while TensorFlow (or Keras) is first imported they are
-hidden (an ImportError, which Keras expects of a missing optional package);
-afterwards both import as usual (t2t-attention draws with pyplot). Modules
-imported before are left alone. Library code never calls `install`: a user's
-notebook keeps Keras's notebook display.
+command uses either, and the two cost about 0.5 of the 3.3 CPU-seconds a
+command takes to load TensorFlow (docs/performance_log.md, 2026-11-27, "A
+lighter start for the commands"). So they are hidden while TensorFlow (or
+Keras) is first imported (an ImportError, which Keras takes for a missing
+optional package), and import as usual afterwards (t2t-attention draws with
+pyplot). Modules imported before are left alone. Library code never calls
+`install`: a user's notebook keeps Keras's notebook display.
 """
 import contextlib
 import sys
