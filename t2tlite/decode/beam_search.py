@@ -122,7 +122,7 @@ def _gather_cache(cache, indices, beam_size):
   return _map_rows(lambda x: tf.gather(x, flat), cache)
 
 
-def _best_extensions(logits, alive_log_probs, n):
+def _best_extensions(logits, alive_log_probs, n, excluded_id=None):
   """The n most probable one-token extensions of the live hypotheses.
 
   A beam's own n best tokens hold every one of the n best extensions that go
@@ -133,6 +133,7 @@ def _best_extensions(logits, alive_log_probs, n):
       in row b * k + j.
     alive_log_probs: float32 [batch, k] (k static).
     n: int, extensions kept.
+    excluded_id: None, or a token never chosen, outside the distribution.
   Returns:
     (log_probs float32 [batch, n] in descending order, beams int32 [batch, n],
     tokens int32 [batch, n]). Ties go to the lower beam, then to the lower
@@ -140,9 +141,10 @@ def _best_extensions(logits, alive_log_probs, n):
   """
   batch, k = tf.shape(alive_log_probs)[0], alive_log_probs.shape[1]
   vocab = logits.shape[-1]
-  per_beam = n if vocab is None else min(n, vocab)  # a tiny vocabulary
+  per_beam = n if vocab is None else min(
+      n, vocab - (excluded_id is not None))  # a tiny vocabulary
   log_z, values, tokens = log_normalizer_and_top_k(
-      tf.cast(logits, tf.float32), per_beam)
+      tf.cast(logits, tf.float32), per_beam, excluded_id)
   scores = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
       values - log_z[:, tf.newaxis], [batch, k, per_beam])
   best_scores, best = tf.math.top_k(
@@ -153,7 +155,8 @@ def _best_extensions(logits, alive_log_probs, n):
 
 
 def greedy_search(decode_step, initial_cache, max_decode_length,
-                  eos_id=EOS_ID, max_lengths=None, pick=None):
+                  eos_id=EOS_ID, max_lengths=None, pick=None,
+                  excluded_id=None):
   """Picks the most probable token at every step until EOS (or, with
   `pick`, the token `pick` chooses: sampling).
 
@@ -167,6 +170,9 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     pick: None (the most probable token), or callable(logits float32
       [batch, V], step int32 scalar) -> int32 [batch] the tokens written
       (`t2tlite.decode.sampling`).
+    excluded_id: None, or a token id never chosen and left out of the
+      distribution, as if its logit were -inf (without `pick` only: a
+      sampling step masks its logits itself).
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
     the chosen tokens' log-probabilities).
@@ -186,9 +192,13 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
     logits = tf.cast(logits, tf.float32)
     if pick is None:
-      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1)
+      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1,
+                                                       excluded_id)
       chosen, chosen_logits = best_ids[:, 0], best[:, 0]
     else:
+      if excluded_id is not None:
+        raise ValueError("greedy_search: excluded_id is for the most "
+                         "probable token; mask the logits `pick` samples")
       log_z = tf.reduce_logsumexp(logits, axis=-1)
       chosen = pick(logits, step)
       chosen_logits = tf.gather(logits, chosen, batch_dims=1)
@@ -205,7 +215,7 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
 
 def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
                 alpha=0.6, eos_id=EOS_ID, return_beams=False,
-                max_lengths=None):
+                max_lengths=None, excluded_id=None):
   """Beam search with the GNMT length penalty and early termination.
 
   At each step the `beam_size` best extensions (by log-probability) of the live
@@ -233,6 +243,9 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     eos_id: the end-of-sequence id.
     return_beams: return every beam (n-best, best first), not only the best.
     max_lengths: optional int32 [batch], per-element limits.
+    excluded_id: None, or a token id never chosen and left out of the
+      distribution, as if its logit were -inf (the padding id: cheaper
+      than masking every step's logits).
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
     return_beams (ids [batch, beam_size, max_decode_length], scores
@@ -279,7 +292,7 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     logits, cache = decode_step(ids, step, cache)
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
     top_log_probs, top_beams, top_tokens = _best_extensions(
-        logits, alive_log_probs, 2 * k)
+        logits, alive_log_probs, 2 * k, excluded_id)
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
                                top_tokens)
     is_eos = tf.equal(top_tokens, eos_id)

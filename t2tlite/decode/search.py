@@ -41,7 +41,9 @@ def decode_lengths(model, inputs, extra_length):
 
 def _without_padding(decode_step):
   """decode_step whose logits never choose PAD: it is no output token (the
-  loss ignores it) and would read as the start symbol at the next step."""
+  loss ignores it) and would read as the start symbol at the next step.
+  For sampling; the searches leave PAD out themselves (`excluded_id`),
+  without a pass over every step's logits."""
 
   def step(ids, i, cache):
     logits, cache = decode_step(ids, i, cache)
@@ -170,13 +172,15 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                      f"of an int8={not int8} search: make them with "
                      f"fixed_search_weights(model, int8={int8})")
 
-  def prepared(rows):
-    """(step function, cache, decode length, per-row limits) for `rows`."""
+  def prepared(rows, sampled=False):
+    """(step function, cache, decode length, per-row limits) for `rows`;
+    a `sampled` step's logits have PAD masked."""
     length, limits = decode_lengths(model, rows, extra_length)
-    decode_step, cache = model.prepare_decoding(
+    step, cache = model.prepare_decoding(
         rows, length if static_shapes else None,
         search_weights=search_weights)
-    step = _without_padding(decode_step)
+    if sampled:
+      step = _without_padding(step)
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
                                           limits)
@@ -187,18 +191,19 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       return sample(rows)
     step, cache, length, limits = prepared(rows)
     if beam_size == 1:
-      outputs, scores = greedy_search(step, cache, length, max_lengths=limits)
+      outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
+                                      excluded_id=PAD_ID)
       if return_beams:
         outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
     else:
       outputs, scores = beam_search(step, cache, beam_size, length,
                                     alpha=alpha, return_beams=return_beams,
-                                    max_lengths=limits)
+                                    max_lengths=limits, excluded_id=PAD_ID)
     return outputs, scores
 
   def sample(inputs):
     rows, keys = sampler.expand(inputs)
-    step, cache, length, limits = prepared(rows)
+    step, cache, length, limits = prepared(rows, sampled=True)
     outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
                                     pick=sampler.pick_for(keys))
     if sampler.num_samples > 1:

@@ -9,8 +9,14 @@ the step's output projection (BUILD_NOTES.md, Performance), so:
   k blocks before it whose maxima already beat all its elements), so top_k
   runs over the block maxima and then over k blocks only;
 - no log_softmax tensor is made: log P(token) = logit - logsumexp(row) is
-  computed only for the k candidates, reusing the block maxima for the row
-  maximum.
+  computed only for the k candidates. The normalizer comes from one softmax
+  op (oneDNN's, one fused kernel on CPU): the best token's probability is
+  exp(best - max) / sum = 1 / sum, so logsumexp = best - log(P(best)), to
+  within a rounding of the per-op exp, max, subtract and sum it replaces
+  (BUILD_NOTES.md, "The search's normalizer");
+- a token that is never chosen (the padding id) is left out without a pass
+  over the vocabulary to mask it: the k + 1 best drop it, and the normalizer
+  loses its share, log(1 - P(token)).
 Ties are broken as `tf.math.top_k` breaks them (the lower token id first):
 blocks are contiguous and kept in order.
 """
@@ -35,32 +41,62 @@ def block_size(vocab_size, k):
   return None
 
 
-def log_normalizer_and_top_k(logits, k):
+def log_normalizer_and_top_k(logits, k, excluded_id=None):
   """Row log-normalizers and the k largest logits of each row.
 
   Args:
     logits: float32 [rows, vocab] (static vocab for the block path); may
       hold -inf or large negative values (masked tokens).
-    k: int, winners per row (<= vocab).
+    k: int, winners per row (<= vocab, or vocab - 1 with excluded_id).
+    excluded_id: None, or a token id (a Python int) treated as if its logit
+      were -inf: never a winner, and outside the normalizer.
   Returns:
     (log_z float32 [rows]: logsumexp of the row, values float32 [rows, k]
     in descending order, ids int32 [rows, k]); so values - log_z[:, None]
     are the winners' log-probabilities.
   """
+  values, ids = _top_k(logits, k if excluded_id is None else k + 1)
+  if excluded_id is not None:
+    # At most one of the k + 1 is the excluded token: the others, in order.
+    kept = tf.not_equal(ids, excluded_id)
+    _, order = tf.math.top_k(tf.cast(kept, tf.int32) * (k + 1) -
+                             tf.range(k + 1), k=k)
+    values = tf.gather(values, order, batch_dims=1)
+    ids = tf.gather(ids, order, batch_dims=1)
+  probs = tf.nn.softmax(logits)
+  best = values[:, 0]
+  log_z = best - tf.math.log(tf.gather(probs, ids[:, 0], batch_dims=1))
+  if excluded_id is not None:
+    excluded = probs[:, excluded_id]
+    # log(1 - p) loses precision as p nears 1; a model that puts most of a
+    # row's mass on the excluded token gets the direct sum instead.
+    log_z = tf.cond(
+        tf.reduce_any(excluded > 0.5),
+        lambda: _logsumexp_without(logits, excluded_id),
+        lambda: log_z + tf.math.log1p(-excluded))
+  # A row of -inf has no probabilities (0 / 0): its normalizer is -inf, as
+  # tf.reduce_logsumexp gives.
+  return tf.where(tf.math.is_finite(best), log_z, best), values, ids
+
+
+def _logsumexp_without(logits, token):
+  """logsumexp of each row of logits [rows, vocab] without column `token`."""
+  column = tf.equal(tf.range(tf.shape(logits)[-1]), token)
+  return tf.reduce_logsumexp(
+      tf.where(column, tf.constant(-float("inf"), logits.dtype), logits),
+      axis=-1)
+
+
+def _top_k(logits, k):
+  """tf.math.top_k(logits, k) over [rows, vocab], by blocks where the
+  vocabulary allows (`block_size`)."""
   vocab = logits.shape[-1]
   size = block_size(vocab, k) if vocab is not None else None
   if size is None:
-    values, ids = tf.math.top_k(logits, k=k)
-    return tf.reduce_logsumexp(logits, axis=-1), values, ids
+    return tf.math.top_k(logits, k=k)
   rows = tf.shape(logits)[0]
   blocks = tf.reshape(logits, [rows, vocab // size, size])
   block_max = tf.reduce_max(blocks, axis=-1)  # [rows, blocks]
-  row_max = tf.reduce_max(block_max, axis=-1, keepdims=True)
-  # As tf.reduce_logsumexp: a row of -inf must not give inf - inf.
-  row_max = tf.where(tf.math.is_finite(row_max), row_max,
-                     tf.zeros_like(row_max))
-  log_z = row_max[:, 0] + tf.math.log(
-      tf.reduce_sum(tf.exp(logits - row_max), axis=-1))
   # The k best blocks, in token order (so ties go to the lower id).
   _, best = tf.math.top_k(block_max, k=k)
   best = tf.sort(best, axis=-1)
@@ -69,4 +105,4 @@ def log_normalizer_and_top_k(logits, k):
   values, positions = tf.math.top_k(candidates, k=k)
   ids = (tf.gather(best, positions // size, batch_dims=1) * size +
          positions % size)
-  return log_z, values, ids
+  return values, ids

@@ -150,6 +150,26 @@ def test_each_batch_element_keeps_its_own_length_limit():
   np.testing.assert_array_equal(ids, [[A, 0, 0], [A, A, A]])
 
 
+@pytest.mark.parametrize("pad_share", [0.4, 0.7])
+def test_an_excluded_token_is_never_chosen_nor_counted(pad_share):
+  # PAD holds pad_share of the first step's probability: excluded, A and B
+  # share the rest as 0.6 and 0.4, whatever PAD held.
+  rest = 1 - pad_share
+  spec = {(): {PAD: pad_share, A: 0.6 * rest, B: 0.4 * rest},
+          (A,): {EOS: 1.0}, (B,): {EOS: 1.0}}
+  step, cache, _ = prefix_model(spec)
+  ids, score = greedy_search(step, cache, max_decode_length=5,
+                             excluded_id=PAD)
+  assert trim(ids[0]) == [A, EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.6), abs=1e-5)
+  step, cache, _ = prefix_model(spec)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=5,
+                            alpha=0.0, return_beams=True, excluded_id=PAD)
+  assert [trim(b) for b in ids[0]] == [[A, EOS], [B, EOS]]
+  np.testing.assert_allclose(scores[0], [math.log(0.6), math.log(0.4)],
+                             atol=1e-5)
+
+
 def test_negative_alpha_is_rejected():
   step, cache, _ = prefix_model({(): {EOS: 1.0}})
   with pytest.raises(ValueError, match="alpha"):

@@ -60,3 +60,33 @@ def test_ties_go_to_the_lower_id_across_blocks():
   _, values, ids = log_normalizer_and_top_k(tf.constant(logits), 5)
   np.testing.assert_array_equal(ids.numpy(), [[500, 20, 30, 40, 21]])
   np.testing.assert_array_equal(values.numpy(), [[10, 5, 4, 3.5, 3]])
+
+
+@pytest.mark.parametrize("vocab", [37000, 10007])  # blocks, plain top_k
+@pytest.mark.parametrize("share", [None, 0.3, 0.99])
+def test_an_excluded_token_is_as_if_its_logit_were_minus_infinity(
+    vocab, share):
+  rng = np.random.RandomState(7)
+  logits = rng.randn(5, vocab).astype(np.float32) * 3
+  if share is not None:
+    # The excluded token holds `share` of every row's probability, so it
+    # is every row's best: its share is taken out of the normalizer (0.3),
+    # or the normalizer is summed without it (0.99, where 1 - share has
+    # few bits left).
+    others = np.log(np.exp(logits[:, 1:].astype(np.float64)).sum(axis=1))
+    logits[:, 0] = others + np.log(share / (1 - share))
+  log_z, values, ids = log_normalizer_and_top_k(tf.constant(logits), 6,
+                                                excluded_id=0)
+  masked = logits.copy()
+  masked[:, 0] = -np.inf
+  ref_log_z, ref_values, ref_ids = reference(tf.constant(masked), 6)
+  np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
+  np.testing.assert_array_equal(values.numpy(), ref_values.numpy())
+  np.testing.assert_allclose(log_z.numpy(), ref_log_z.numpy(), rtol=1e-6)
+
+
+def test_a_row_of_minus_infinity_has_a_normalizer_of_minus_infinity():
+  logits = tf.constant([[-np.inf] * 600, [0.0] * 600])
+  log_z, _, _ = log_normalizer_and_top_k(logits, 4)
+  assert log_z.numpy()[0] == -np.inf
+  np.testing.assert_allclose(log_z.numpy()[1], np.log(600.0), rtol=1e-6)
