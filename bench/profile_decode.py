@@ -4,7 +4,7 @@
         [--concurrent_searches N] [--by name] [--searches 2] [--top 30]
     TF_NUM_INTRAOP_THREADS=1 taskset -c 1 python bench/profile_decode.py ...
 
-Runs run.py's decode_base search (graph mode, EOS disabled, 32 steps, the
+Runs run.py's decode_base search (graph mode, min_length 32: EOS never chosen, 32 steps, the
 search's weights made once, concurrent searches as t2t-decoder picks them
 or as given, TensorFlow's intra-op threads as t2t-decoder sets them) under
 TensorFlow's profiler and prints, after the machine's fingerprint and the

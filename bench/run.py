@@ -19,9 +19,9 @@ Works (the same work as the published peer figures, so results compare):
                model and batch (4,096 tokens) of the Multi30k recipe in
                bench/real_data.sh.
   decode_base  transformer_base, beam 4, alpha 0.6, 32 sources of 32 tokens,
-               exactly 32 decoding steps: EOS is never chosen (its logit is set
-               to -inf by a decode_step wrapper, for the benchmark only), so
-               no hypothesis finishes early. Concurrent searches as
+               exactly 32 decoding steps: EOS is never chosen (decode
+               hparam min_length=32, as the peer harness gives CTranslate2
+               min_decoding_length=32), so no hypothesis finishes early. Concurrent searches as
                t2t-decoder picks them (decode hparam concurrent_searches,
                auto; 1 with --xla), or --concurrent_searches, with
                TensorFlow's intra-op threads set as t2t-decoder sets them
@@ -66,7 +66,6 @@ import tensorflow as tf
 
 from t2tlite import hardware
 from t2tlite import precision
-from t2tlite.data.vocab import EOS_ID
 from t2tlite.decode.machine import searches_for, set_search_threads
 from t2tlite.decode.search import decode_ids, fixed_search_weights
 from t2tlite.decode.settings import DecodeHParams
@@ -269,47 +268,22 @@ def train_result(args, work, hparams_set, overrides, vocab, batch, length):
   return report(args, work, extra, times, first, params, flops)
 
 
-class EosDisabled:
-  """A model whose decode step never picks EOS (benchmark only): the EOS logit
-  is set to -inf, so beam search runs every one of its steps."""
-
-  def __init__(self, model):
-    self.model = model
-    self.config = model.config
-
-  def search_weights(self, int8=False, keep_variables=False,
-                     int8_weights_first=False):
-    return self.model.search_weights(int8, keep_variables,
-                                     int8_weights_first)
-
-  def prepare_decoding(self, inputs, max_decode_length, search_weights=None):
-    decode_step, cache = self.model.prepare_decoding(
-        inputs, max_decode_length, search_weights)
-
-    def eos_disabled_step(ids, step, cache):
-      logits, cache = decode_step(ids, step, cache)
-      eos = tf.one_hot(EOS_ID, tf.shape(logits)[-1], on_value=True,
-                       off_value=False)
-      return tf.where(eos, tf.constant(-np.inf, logits.dtype), logits), cache
-
-    return eos_disabled_step, cache
-
-
 def decode_search_fn(model, beam_size, alpha, xla, int8=False,
-                     concurrent_searches=1):
-  """The timed function: decode_ids over an EOS-less model, extra_length 0
-  (so sources of length L give exactly L decoding steps), with the search's
-  weights made once, as t2t-decoder's Decoder makes them."""
-  wrapped = EosDisabled(model)
+                     concurrent_searches=1, length=DECODE_BASE[4]):
+  """The timed function: decode_ids with extra_length 0 and min_length
+  `length`, so that sources of `length` tokens give exactly `length`
+  decoding steps, EOS never chosen (as the peer harness asks CTranslate2
+  with min_decoding_length), with the search's weights made once, as
+  t2t-decoder's Decoder makes them."""
   weights_first = int8 and precision.int8_support(
       hardware.describe_device()).weights_first
-  weights = fixed_search_weights(wrapped, int8, weights_first)
+  weights = fixed_search_weights(model, int8, weights_first)
   return tf.function(
-      lambda inputs: decode_ids(wrapped, inputs, beam_size=beam_size,
+      lambda inputs: decode_ids(model, inputs, beam_size=beam_size,
                                 alpha=alpha, extra_length=0,
                                 static_shapes=xla, int8=int8,
                                 concurrent_searches=concurrent_searches,
-                                search_weights=weights),
+                                search_weights=weights, min_length=length),
       jit_compile=xla, autograph=False)
 
 

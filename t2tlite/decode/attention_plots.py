@@ -62,7 +62,7 @@ def attention_maps(model, vocab, source, target=None, hp=None,
     hp, _ = machine.settle(hp or DecodeHParams())
     out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                             hp.extra_length, constraint=constraint,
-                            int8=hp.int8)
+                            int8=hp.int8, min_length=hp.min_length)
     out = out["outputs"][0].numpy()
     target_ids = _trim_at_eos(out)
     target = target_vocab.decode_ids(target_ids)

@@ -122,7 +122,21 @@ def _gather_cache(cache, indices, beam_size):
   return _map_rows(lambda x: tf.gather(x, flat), cache)
 
 
-def _best_extensions(logits, alive_log_probs, n, excluded_id=None):
+def _exclusions(excluded_id, eos_id, min_length, step):
+  """(excluded_ids, excluding) for `log_normalizer_and_top_k` at `step`:
+  `excluded_id` always, EOS while step < min_length."""
+  tokens, flags = [], []
+  if excluded_id is not None:
+    tokens.append(excluded_id)
+    flags.append(tf.constant(True))
+  if min_length:
+    tokens.append(eos_id)
+    flags.append(step < min_length)
+  return tuple(tokens), (tf.stack(flags) if tokens else None)
+
+
+def _best_extensions(logits, alive_log_probs, n, excluded_ids=(),
+                     excluding=None):
   """The n most probable one-token extensions of the live hypotheses.
 
   A beam's own n best tokens hold every one of the n best extensions that go
@@ -133,7 +147,8 @@ def _best_extensions(logits, alive_log_probs, n, excluded_id=None):
       in row b * k + j.
     alive_log_probs: float32 [batch, k] (k static).
     n: int, extensions kept.
-    excluded_id: None, or a token never chosen, outside the distribution.
+    excluded_ids, excluding: tokens left out of the choice and of the
+      distribution (`log_normalizer_and_top_k`).
   Returns:
     (log_probs float32 [batch, n] in descending order, beams int32 [batch, n],
     tokens int32 [batch, n]). Ties go to the lower beam, then to the lower
@@ -142,9 +157,9 @@ def _best_extensions(logits, alive_log_probs, n, excluded_id=None):
   batch, k = tf.shape(alive_log_probs)[0], alive_log_probs.shape[1]
   vocab = logits.shape[-1]
   per_beam = n if vocab is None else min(
-      n, vocab - (excluded_id is not None))  # a tiny vocabulary
+      n, vocab - len(excluded_ids))  # a tiny vocabulary
   log_z, values, tokens = log_normalizer_and_top_k(
-      tf.cast(logits, tf.float32), per_beam, excluded_id)
+      tf.cast(logits, tf.float32), per_beam, excluded_ids, excluding)
   scores = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
       values - log_z[:, tf.newaxis], [batch, k, per_beam])
   best_scores, best = tf.math.top_k(
@@ -156,7 +171,7 @@ def _best_extensions(logits, alive_log_probs, n, excluded_id=None):
 
 def greedy_search(decode_step, initial_cache, max_decode_length,
                   eos_id=EOS_ID, max_lengths=None, pick=None,
-                  excluded_id=None):
+                  excluded_id=None, min_length=0):
   """Picks the most probable token at every step until EOS (or, with
   `pick`, the token `pick` chooses: sampling).
 
@@ -171,8 +186,11 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
       [batch, V], step int32 scalar) -> int32 [batch] the tokens written
       (`t2tlite.decode.sampling`).
     excluded_id: None, or a token id never chosen and left out of the
-      distribution, as if its logit were -inf (without `pick` only: a
-      sampling step masks its logits itself).
+      distribution, as if its logit were -inf.
+    min_length: EOS is left out the same way at steps < min_length, so
+      outputs hold at least min_length tokens before EOS (or end at their
+      limit). excluded_id and min_length are for the most probable token:
+      with `pick`, the step function masks the logits it samples from.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
     the chosen tokens' log-probabilities).
@@ -192,13 +210,14 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
     logits = tf.cast(logits, tf.float32)
     if pick is None:
-      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1,
-                                                       excluded_id)
+      log_z, best, best_ids = log_normalizer_and_top_k(
+          logits, 1, *_exclusions(excluded_id, eos_id, min_length, step))
       chosen, chosen_logits = best_ids[:, 0], best[:, 0]
     else:
-      if excluded_id is not None:
-        raise ValueError("greedy_search: excluded_id is for the most "
-                         "probable token; mask the logits `pick` samples")
+      if excluded_id is not None or min_length:
+        raise ValueError("greedy_search: excluded_id and min_length are "
+                         "for the most probable token; mask the logits "
+                         "`pick` samples from instead")
       log_z = tf.reduce_logsumexp(logits, axis=-1)
       chosen = pick(logits, step)
       chosen_logits = tf.gather(logits, chosen, batch_dims=1)
@@ -215,7 +234,7 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
 
 def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
                 alpha=0.6, eos_id=EOS_ID, return_beams=False,
-                max_lengths=None, excluded_id=None):
+                max_lengths=None, excluded_id=None, min_length=0):
   """Beam search with the GNMT length penalty and early termination.
 
   At each step the `beam_size` best extensions (by log-probability) of the live
@@ -246,6 +265,8 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     excluded_id: None, or a token id never chosen and left out of the
       distribution, as if its logit were -inf (the padding id: cheaper
       than masking every step's logits).
+    min_length: EOS is left out the same way at steps < min_length, so
+      finished hypotheses hold at least min_length tokens before EOS.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
     return_beams (ids [batch, beam_size, max_decode_length], scores
@@ -292,7 +313,8 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     logits, cache = decode_step(ids, step, cache)
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
     top_log_probs, top_beams, top_tokens = _best_extensions(
-        logits, alive_log_probs, 2 * k, excluded_id)
+        logits, alive_log_probs, 2 * k,
+        *_exclusions(excluded_id, eos_id, min_length, step))
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
                                top_tokens)
     is_eos = tf.equal(top_tokens, eos_id)

@@ -14,7 +14,7 @@ import tensorflow as tf
 from t2tlite.decode import constraints, sampling
 from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
                                         greedy_search)
-from t2tlite.ids import PAD_ID
+from t2tlite.ids import EOS_ID, PAD_ID
 from t2tlite.layers import int8 as int8_layer
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -39,16 +39,20 @@ def decode_lengths(model, inputs, extra_length):
   return buffer, limits
 
 
-def _without_padding(decode_step):
-  """decode_step whose logits never choose PAD: it is no output token (the
-  loss ignores it) and would read as the start symbol at the next step.
-  For sampling; the searches leave PAD out themselves (`excluded_id`),
-  without a pass over every step's logits."""
+def _masked_for_sampling(decode_step, min_length):
+  """decode_step whose logits never choose PAD (it is no output token, the
+  loss ignores it, and it would read as the start symbol at the next step)
+  nor EOS before position min_length. For sampling, which draws from the
+  logits; the searches leave those tokens out themselves (`excluded_id`,
+  `min_length`), without a pass over every step's logits."""
 
   def step(ids, i, cache):
     logits, cache = decode_step(ids, i, cache)
-    pad = tf.one_hot(PAD_ID, tf.shape(logits)[-1], dtype=logits.dtype)
-    return logits + IMPOSSIBLE_LOG_PROB * pad, cache
+    vocab_ids = tf.range(tf.shape(logits)[-1])
+    hidden = tf.equal(vocab_ids, PAD_ID) | (
+        tf.equal(vocab_ids, EOS_ID) & (i < min_length))
+    mask = tf.cast(hidden, logits.dtype)
+    return logits + IMPOSSIBLE_LOG_PROB * mask, cache
 
   return step
 
@@ -125,7 +129,7 @@ def weights_are_int8(search_weights):
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                return_beams=False, static_shapes=False, constraint=None,
                int8=False, concurrent_searches=1, search_weights=None,
-               sampler=None):
+               sampler=None, min_length=0):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -157,6 +161,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     sampler: None (search), or a `sampling.Sampler`: outputs are sampled
       (beam_size, alpha and return_beams unused); with num_samples > 1
       they get a sample axis, as beams do.
+    min_length: see DecodeHParams (an int).
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -180,7 +185,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
         rows, length if static_shapes else None,
         search_weights=search_weights)
     if sampled:
-      step = _without_padding(step)
+      step = _masked_for_sampling(step, min_length)
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
                                           limits)
@@ -192,13 +197,15 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     step, cache, length, limits = prepared(rows)
     if beam_size == 1:
       outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
-                                      excluded_id=PAD_ID)
+                                      excluded_id=PAD_ID,
+                                      min_length=min_length)
       if return_beams:
         outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
     else:
       outputs, scores = beam_search(step, cache, beam_size, length,
                                     alpha=alpha, return_beams=return_beams,
-                                    max_lengths=limits, excluded_id=PAD_ID)
+                                    max_lengths=limits, excluded_id=PAD_ID,
+                                    min_length=min_length)
     return outputs, scores
 
   def sample(inputs):
@@ -258,6 +265,6 @@ def search_with_hparams(model, inputs, hp, constraint=None,
         model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
         hp.return_beams, constraint=constraint, int8=hp.int8,
         concurrent_searches=hp.concurrent_searches, search_weights=weights,
-        sampler=sampling.Sampler.from_hparams(hp))
+        sampler=sampling.Sampler.from_hparams(hp), min_length=hp.min_length)
 
   return int8_or_float(hp, search_weights, search)

@@ -15,6 +15,10 @@ class DecodeHParams:
   beam_size: hypotheses kept; 1 means greedy search (as in tensor2tensor).
   alpha: GNMT length-penalty exponent ((5 + length) / 6) ** alpha.
   extra_length: outputs stop at (input length + extra_length) tokens.
+  min_length: outputs hold at least this many tokens before EOS (EOS is
+    not chosen at earlier positions, as fairseq's --min-len and
+    CTranslate2's min_decoding_length); an output whose length limit
+    comes first ends there without EOS. 0: no minimum.
   batch_size: sentences decoded together.
   return_beams: also return every beam with its score (n-best).
   constrained: apply the problem's decoding constraint, if it has one
@@ -44,6 +48,7 @@ class DecodeHParams:
   beam_size: int = 4
   alpha: float = 0.6
   extra_length: int = 50
+  min_length: int = 0
   batch_size: int = 32
   return_beams: bool = False
   constrained: bool = True
@@ -61,7 +66,8 @@ class DecodeHParams:
       if getattr(self, name) < 1:
         raise ValueError(f"decode hparam {name} must be >= 1, got "
                          f"{getattr(self, name)}")
-    for name in ("alpha", "extra_length", "concurrent_searches"):
+    for name in ("alpha", "extra_length", "min_length",
+                 "concurrent_searches"):
       if getattr(self, name) < 0:
         raise ValueError(f"decode hparam {name} must be >= 0, got "
                          f"{getattr(self, name)}")

@@ -14,9 +14,10 @@ the step's output projection (BUILD_NOTES.md, Performance), so:
   exp(best - max) / sum = 1 / sum, so logsumexp = best - log(P(best)), to
   within a rounding of the per-op exp, max, subtract and sum it replaces
   (BUILD_NOTES.md, "The search's normalizer");
-- a token that is never chosen (the padding id) is left out without a pass
-  over the vocabulary to mask it: the k + 1 best drop it, and the normalizer
-  loses its share, log(1 - P(token)).
+- tokens that may not be chosen (the padding id; EOS before a minimum
+  length) are left out without a pass over the vocabulary to mask them:
+  the k + n best drop them, and the normalizer loses their share,
+  log(1 - P(them)).
 Ties are broken as `tf.math.top_k` breaks them (the lower token id first):
 blocks are contiguous and kept in order.
 """
@@ -41,49 +42,63 @@ def block_size(vocab_size, k):
   return None
 
 
-def log_normalizer_and_top_k(logits, k, excluded_id=None):
+def log_normalizer_and_top_k(logits, k, excluded_ids=(), excluding=None):
   """Row log-normalizers and the k largest logits of each row.
 
   Args:
     logits: float32 [rows, vocab] (static vocab for the block path); may
       hold -inf or large negative values (masked tokens).
-    k: int, winners per row (<= vocab, or vocab - 1 with excluded_id).
-    excluded_id: None, or a token id (a Python int) treated as if its logit
-      were -inf: never a winner, and outside the normalizer.
+    k: int, winners per row (<= vocab - len(excluded_ids)).
+    excluded_ids: token ids (Python ints) treated as if their logits were
+      -inf: never winners, and outside the normalizer.
+    excluding: None (every id of excluded_ids is left out), or a bool
+      tensor [len(excluded_ids)] saying which of them are, for all rows.
   Returns:
     (log_z float32 [rows]: logsumexp of the row, values float32 [rows, k]
     in descending order, ids int32 [rows, k]); so values - log_z[:, None]
     are the winners' log-probabilities.
   """
-  values, ids = _top_k(logits, k if excluded_id is None else k + 1)
-  if excluded_id is not None:
-    # At most one of the k + 1 is the excluded token: the others, in order.
-    kept = tf.not_equal(ids, excluded_id)
-    _, order = tf.math.top_k(tf.cast(kept, tf.int32) * (k + 1) -
-                             tf.range(k + 1), k=k)
+  excluded_ids = tuple(excluded_ids)
+  n = len(excluded_ids)
+  values, ids = _top_k(logits, k + n)
+  probs = tf.nn.softmax(logits)
+  if n:
+    flags = (tf.ones([n], tf.bool) if excluding is None else
+             tf.convert_to_tensor(excluding))
+    hidden = tf.zeros_like(ids, tf.bool)
+    share = tf.zeros_like(logits[:, 0])
+    for i, token in enumerate(excluded_ids):
+      hidden |= flags[i] & tf.equal(ids, token)
+      share += tf.where(flags[i], probs[:, token], 0.0)
+    # At most n of the k + n are left out: the first k others, in order.
+    _, order = tf.math.top_k(
+        tf.cast(tf.logical_not(hidden), tf.int32) * (k + n) -
+        tf.range(k + n), k=k)
     values = tf.gather(values, order, batch_dims=1)
     ids = tf.gather(ids, order, batch_dims=1)
-  probs = tf.nn.softmax(logits)
   best = values[:, 0]
   log_z = best - tf.math.log(tf.gather(probs, ids[:, 0], batch_dims=1))
-  if excluded_id is not None:
-    excluded = probs[:, excluded_id]
+  if n:
     # log(1 - p) loses precision as p nears 1; a model that puts most of a
-    # row's mass on the excluded token gets the direct sum instead.
+    # row's mass on the excluded tokens gets the direct sum instead.
     log_z = tf.cond(
-        tf.reduce_any(excluded > 0.5),
-        lambda: _logsumexp_without(logits, excluded_id),
-        lambda: log_z + tf.math.log1p(-excluded))
+        tf.reduce_any(share > 0.5),
+        lambda: _logsumexp_without(logits, excluded_ids, flags),
+        lambda: log_z + tf.math.log1p(-share))
   # A row of -inf has no probabilities (0 / 0): its normalizer is -inf, as
   # tf.reduce_logsumexp gives.
   return tf.where(tf.math.is_finite(best), log_z, best), values, ids
 
 
-def _logsumexp_without(logits, token):
-  """logsumexp of each row of logits [rows, vocab] without column `token`."""
-  column = tf.equal(tf.range(tf.shape(logits)[-1]), token)
+def _logsumexp_without(logits, tokens, flags):
+  """logsumexp of each row of logits [rows, vocab] without the columns of
+  `tokens` whose `flags` are true."""
+  vocab_ids = tf.range(tf.shape(logits)[-1])
+  hidden = tf.zeros_like(vocab_ids, tf.bool)
+  for i, token in enumerate(tokens):
+    hidden |= flags[i] & tf.equal(vocab_ids, token)
   return tf.reduce_logsumexp(
-      tf.where(column, tf.constant(-float("inf"), logits.dtype), logits),
+      tf.where(hidden, tf.constant(-float("inf"), logits.dtype), logits),
       axis=-1)
 
 

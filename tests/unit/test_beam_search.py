@@ -7,6 +7,8 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.decode import machine
+from t2tlite.decode import search as search_module
 from t2tlite.decode.search import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
@@ -168,6 +170,67 @@ def test_an_excluded_token_is_never_chosen_nor_counted(pad_share):
   assert [trim(b) for b in ids[0]] == [[A, EOS], [B, EOS]]
   np.testing.assert_allclose(scores[0], [math.log(0.6), math.log(0.4)],
                              atol=1e-5)
+
+
+# EOS comes first (0.9) unless a minimum length holds it back; without
+# EOS, A then A (0.3 / 0.5) or B (0.2 / 0.5), then EOS (0.8 or 0.6).
+EOS_TOO_SOON = {(): {EOS: 0.9, A: 0.1}, (A,): {EOS: 0.5, A: 0.3, B: 0.2},
+                (A, A): {EOS: 0.8, B: 0.2}, (A, B): {EOS: 0.6, A: 0.4}}
+
+
+def test_min_length_holds_eos_back():
+  step, cache, _ = prefix_model(EOS_TOO_SOON)
+  ids, _ = greedy_search(step, cache, max_decode_length=6)
+  assert trim(ids[0]) == [EOS]
+  step, cache, _ = prefix_model(EOS_TOO_SOON)
+  ids, score = greedy_search(step, cache, max_decode_length=6, min_length=2)
+  assert trim(ids[0]) == [A, A, EOS]
+  assert float(score[0]) == pytest.approx(math.log(0.6 * 0.8), abs=1e-5)
+  step, cache, _ = prefix_model(EOS_TOO_SOON)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=6,
+                            alpha=0.0, return_beams=True, min_length=2)
+  assert [trim(b) for b in ids[0]] == [[A, A, EOS], [A, B, EOS]]
+  np.testing.assert_allclose(scores[0], [math.log(0.48), math.log(0.24)],
+                             atol=1e-5)
+  # A length limit before the minimum: the output ends there, without EOS.
+  step, cache, _ = prefix_model(EOS_TOO_SOON)
+  ids, _ = greedy_search(step, cache, max_decode_length=2, min_length=5)
+  assert list(ids[0].numpy()) == [A, A]
+
+
+def test_min_length_holds_eos_back_from_sampling():
+  argmax = lambda logits, step: tf.argmax(logits, -1, output_type=tf.int32)
+  for min_length, expected in [(0, [EOS]), (2, [A, A, EOS])]:
+    step, cache, _ = prefix_model(EOS_TOO_SOON)
+    masked = search_module._masked_for_sampling(step, min_length)
+    ids, _ = greedy_search(masked, cache, max_decode_length=6, pick=argmax)
+    assert trim(ids[0]) == expected
+
+
+def eos_loving_model():
+  """A tiny pre-norm model whose every step puts most of its probability on
+  EOS: the decoder's final norm outputs 10 times EOS's embedding."""
+  tf.keras.utils.set_random_seed(3)
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               max_length=64, norm_position="pre")
+  model = build_model(hp, vocab_size=30)
+  model.decoder_norm.gamma.assign(tf.zeros([16]))
+  model.decoder_norm.beta.assign(10.0 * model.embedding.embeddings[EOS])
+  return model
+
+
+@pytest.mark.parametrize("settings", ["beam_size=3", "beam_size=1",
+                                      "sampling_temperature=1.0"])
+def test_min_length_reaches_every_search_from_decode_hparams(settings):
+  model = eos_loving_model()
+  for min_length in (0, 4):
+    hp, _ = machine.settle(DecodeHParams.parse(
+        f"{settings},min_length={min_length}"))
+    outputs = search_module.search_with_hparams(model, INPUTS,
+                                                hp)["outputs"].numpy()
+    first_eos = [trim(row).index(EOS) if EOS in row else None
+                 for row in outputs]
+    assert first_eos == [min_length] * len(outputs)
 
 
 def test_negative_alpha_is_rejected():
@@ -356,6 +419,9 @@ def test_decode_hparams_parsing():
     DecodeHParams.parse("return_beams=yes")
   with pytest.raises(ValueError, match="beam_size must be >= 1"):
     DecodeHParams.parse("beam_size=0")
+  assert DecodeHParams.parse("min_length=3").min_length == 3
+  with pytest.raises(ValueError, match="min_length must be >= 0"):
+    DecodeHParams.parse("min_length=-1")
 
 
 def test_outputs_of_a_fixed_model_are_those_of_earlier_releases():

@@ -76,7 +76,7 @@ def test_an_excluded_token_is_as_if_its_logit_were_minus_infinity(
     others = np.log(np.exp(logits[:, 1:].astype(np.float64)).sum(axis=1))
     logits[:, 0] = others + np.log(share / (1 - share))
   log_z, values, ids = log_normalizer_and_top_k(tf.constant(logits), 6,
-                                                excluded_id=0)
+                                                excluded_ids=[0])
   masked = logits.copy()
   masked[:, 0] = -np.inf
   ref_log_z, ref_values, ref_ids = reference(tf.constant(masked), 6)
@@ -90,3 +90,21 @@ def test_a_row_of_minus_infinity_has_a_normalizer_of_minus_infinity():
   log_z, _, _ = log_normalizer_and_top_k(logits, 4)
   assert log_z.numpy()[0] == -np.inf
   np.testing.assert_allclose(log_z.numpy()[1], np.log(600.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("excluding", [[True, False], [True, True],
+                                       [False, False]])
+def test_excluded_tokens_are_left_out_as_their_flags_say(excluding):
+  # Tokens 0 and 1 (PAD and EOS) are rows' best and second best.
+  rng = np.random.RandomState(11)
+  logits = rng.randn(4, 8000).astype(np.float32)
+  logits[:, 0], logits[:, 1] = 6.0, 5.0
+  log_z, values, ids = log_normalizer_and_top_k(
+      tf.constant(logits), 4, excluded_ids=(0, 1),
+      excluding=tf.constant(excluding))
+  masked = logits.copy()
+  masked[:, [i for i, left_out in enumerate(excluding) if left_out]] = -np.inf
+  ref_log_z, ref_values, ref_ids = reference(tf.constant(masked), 4)
+  np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
+  np.testing.assert_array_equal(values.numpy(), ref_values.numpy())
+  np.testing.assert_allclose(log_z.numpy(), ref_log_z.numpy(), rtol=1e-6)
