@@ -360,12 +360,13 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
   assert np.count_nonzero(ids) > INPUTS.shape[0]  # not all empty outputs
 
 
-@pytest.mark.parametrize("beam_size", [1, 4])
-def test_xla_compiled_search_matches(tiny_model, beam_size):
+@pytest.mark.parametrize("beam_size,min_length", [(1, 0), (4, 3)])
+def test_xla_compiled_search_matches(tiny_model, beam_size, min_length):
   def searcher(static_shapes):
     return lambda x: decode_ids(tiny_model, x, beam_size=beam_size,
                                 alpha=0.6, extra_length=8, return_beams=True,
-                                static_shapes=static_shapes)
+                                static_shapes=static_shapes,
+                                min_length=min_length)
 
   search = searcher(static_shapes=True)
   plain = tf.function(search)(INPUTS)
