@@ -62,7 +62,8 @@ def attention_maps(model, vocab, source, target=None, hp=None,
     hp, _ = machine.settle(hp or DecodeHParams())
     out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                             hp.extra_length, constraint=constraint,
-                            int8=hp.int8, min_length=hp.min_length)
+                            int8=hp.int8, min_length=hp.min_length,
+                            no_repeat_ngram_size=hp.no_repeat_ngram_size)
     out = out["outputs"][0].numpy()
     target_ids = _trim_at_eos(out)
     target = target_vocab.decode_ids(target_ids)

@@ -135,6 +135,37 @@ def _exclusions(excluded_id, eos_id, min_length, step):
   return tuple(tokens), (tf.stack(flags) if tokens else None)
 
 
+def _without_repeats(logits, seqs, step, n):
+  """`logits` for position `step` with every token that would complete an
+  n-gram already in its sequence set to IMPOSSIBLE_LOG_PROB (decode hparam
+  no_repeat_ngram_size, as fairseq's --no-repeat-ngram-size).
+
+  Args:
+    logits: float32 [rows, vocab].
+    seqs: int32 [rows, max_len], the tokens of positions < step written.
+    step: int32 scalar.
+    n: int >= 1 (Python): the n-gram size.
+  Returns:
+    float32 [rows, vocab].
+  """
+  rows, max_len = tf.shape(seqs)[0], tf.shape(seqs)[1]
+  windows = max_len - n + 1  # window j: prefix at j .. j + n - 2, then a token
+  # Window j matches if its prefix is the n - 1 tokens before `step` and its
+  # token was written (j + n - 1 < step): that token is banned.
+  match = tf.range(windows)[tf.newaxis] < step - n + 1
+  for i in range(n - 1):
+    current = tf.gather(seqs, tf.maximum(step - n + 1 + i, 0), axis=1)
+    match &= tf.equal(seqs[:, i:i + windows], current[:, tf.newaxis])
+  banned = seqs[:, n - 1:n - 1 + windows]
+  match = tf.broadcast_to(match, tf.shape(banned))
+  row_ids = tf.broadcast_to(tf.range(rows)[:, tf.newaxis], tf.shape(banned))
+  indices = tf.stack([row_ids, tf.where(match, banned, 0)], axis=-1)
+  # A min with +inf leaves the windows that do not match as they were.
+  updates = tf.where(match, IMPOSSIBLE_LOG_PROB, float("inf"))
+  return tf.tensor_scatter_nd_min(logits, tf.reshape(indices, [-1, 2]),
+                                  tf.reshape(updates, [-1]))
+
+
 def _best_extensions(logits, alive_log_probs, n, excluded_ids=(),
                      excluding=None):
   """The n most probable one-token extensions of the live hypotheses.
@@ -171,7 +202,7 @@ def _best_extensions(logits, alive_log_probs, n, excluded_ids=(),
 
 def greedy_search(decode_step, initial_cache, max_decode_length,
                   eos_id=EOS_ID, max_lengths=None, pick=None,
-                  excluded_id=None, min_length=0):
+                  excluded_id=None, min_length=0, no_repeat_ngram_size=0):
   """Picks the most probable token at every step until EOS (or, with
   `pick`, the token `pick` chooses: sampling).
 
@@ -191,6 +222,8 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
       outputs hold at least min_length tokens before EOS (or end at their
       limit). excluded_id and min_length are for the most probable token:
       with `pick`, the step function masks the logits it samples from.
+    no_repeat_ngram_size: n > 0: no output holds an n-gram twice (tokens
+      that would repeat one are impossible, sampled or not); 0: off.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
     the chosen tokens' log-probabilities).
@@ -209,6 +242,8 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     finished |= step >= limits
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
     logits = tf.cast(logits, tf.float32)
+    if no_repeat_ngram_size:
+      logits = _without_repeats(logits, seqs, step, no_repeat_ngram_size)
     if pick is None:
       log_z, best, best_ids = log_normalizer_and_top_k(
           logits, 1, *_exclusions(excluded_id, eos_id, min_length, step))
@@ -234,7 +269,8 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
 
 def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
                 alpha=0.6, eos_id=EOS_ID, return_beams=False,
-                max_lengths=None, excluded_id=None, min_length=0):
+                max_lengths=None, excluded_id=None, min_length=0,
+                no_repeat_ngram_size=0):
   """Beam search with the GNMT length penalty and early termination.
 
   At each step the `beam_size` best extensions (by log-probability) of the live
@@ -267,6 +303,8 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
       than masking every step's logits).
     min_length: EOS is left out the same way at steps < min_length, so
       finished hypotheses hold at least min_length tokens before EOS.
+    no_repeat_ngram_size: n > 0: no hypothesis holds an n-gram twice; 0:
+      off.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
     return_beams (ids [batch, beam_size, max_decode_length], scores
@@ -311,6 +349,11 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
            finished_flags)
     ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
     logits, cache = decode_step(ids, step, cache)
+    if no_repeat_ngram_size:
+      logits = _without_repeats(
+          tf.cast(logits, tf.float32),
+          tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]]), step,
+          no_repeat_ngram_size)
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
     top_log_probs, top_beams, top_tokens = _best_extensions(
         logits, alive_log_probs, 2 * k,

@@ -129,7 +129,7 @@ def weights_are_int8(search_weights):
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                return_beams=False, static_shapes=False, constraint=None,
                int8=False, concurrent_searches=1, search_weights=None,
-               sampler=None, min_length=0):
+               sampler=None, min_length=0, no_repeat_ngram_size=0):
   """Searches outputs for a batch of id sequences (graph- and XLA-safe).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
@@ -161,7 +161,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     sampler: None (search), or a `sampling.Sampler`: outputs are sampled
       (beam_size, alpha and return_beams unused); with num_samples > 1
       they get a sample axis, as beams do.
-    min_length: see DecodeHParams (an int).
+    min_length, no_repeat_ngram_size: see DecodeHParams (ints).
   Returns:
     {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
     EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
@@ -196,23 +196,25 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
       return sample(rows)
     step, cache, length, limits = prepared(rows)
     if beam_size == 1:
-      outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
-                                      excluded_id=PAD_ID,
-                                      min_length=min_length)
+      outputs, scores = greedy_search(
+          step, cache, length, max_lengths=limits, excluded_id=PAD_ID,
+          min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
       if return_beams:
         outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
     else:
       outputs, scores = beam_search(step, cache, beam_size, length,
                                     alpha=alpha, return_beams=return_beams,
                                     max_lengths=limits, excluded_id=PAD_ID,
-                                    min_length=min_length)
+                                    min_length=min_length,
+                                    no_repeat_ngram_size=no_repeat_ngram_size)
     return outputs, scores
 
   def sample(inputs):
     rows, keys = sampler.expand(inputs)
     step, cache, length, limits = prepared(rows, sampled=True)
     outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
-                                    pick=sampler.pick_for(keys))
+                                    pick=sampler.pick_for(keys),
+                                    no_repeat_ngram_size=no_repeat_ngram_size)
     if sampler.num_samples > 1:
       n = sampler.num_samples
       outputs = tf.reshape(outputs, [-1, n, tf.shape(outputs)[-1]])
@@ -265,6 +267,7 @@ def search_with_hparams(model, inputs, hp, constraint=None,
         model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
         hp.return_beams, constraint=constraint, int8=hp.int8,
         concurrent_searches=hp.concurrent_searches, search_weights=weights,
-        sampler=sampling.Sampler.from_hparams(hp), min_length=hp.min_length)
+        sampler=sampling.Sampler.from_hparams(hp), min_length=hp.min_length,
+        no_repeat_ngram_size=hp.no_repeat_ngram_size)
 
   return int8_or_float(hp, search_weights, search)

@@ -19,6 +19,9 @@ class DecodeHParams:
     not chosen at earlier positions, as fairseq's --min-len and
     CTranslate2's min_decoding_length); an output whose length limit
     comes first ends there without EOS. 0: no minimum.
+  no_repeat_ngram_size: n > 0: no output holds the same n tokens in a row
+    twice (fairseq's --no-repeat-ngram-size, CTranslate2's
+    no_repeat_ngram_size), searched or sampled; 0: off.
   batch_size: sentences decoded together.
   return_beams: also return every beam with its score (n-best).
   constrained: apply the problem's decoding constraint, if it has one
@@ -49,6 +52,7 @@ class DecodeHParams:
   alpha: float = 0.6
   extra_length: int = 50
   min_length: int = 0
+  no_repeat_ngram_size: int = 0
   batch_size: int = 32
   return_beams: bool = False
   constrained: bool = True
@@ -67,7 +71,7 @@ class DecodeHParams:
         raise ValueError(f"decode hparam {name} must be >= 1, got "
                          f"{getattr(self, name)}")
     for name in ("alpha", "extra_length", "min_length",
-                 "concurrent_searches"):
+                 "no_repeat_ngram_size", "concurrent_searches"):
       if getattr(self, name) < 0:
         raise ValueError(f"decode hparam {name} must be >= 0, got "
                          f"{getattr(self, name)}")

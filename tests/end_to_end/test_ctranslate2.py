@@ -1,5 +1,6 @@
 """t2t-exporter --export_format=ctranslate2: CTranslate2 loads the export
-and its greedy search gives t2tlite's outputs and log-probabilities, for
+and its greedy search gives t2tlite's outputs and log-probabilities (also
+with min_length and no_repeat_ngram_size, as its own options), for
 post-norm / shared vocabulary / sinusoids and pre-norm / separate
 vocabularies / learned positions; unsupported models are refused with one
 line. (A trained Multi30k model: tests/support/multi30k_short.py.)"""
@@ -49,8 +50,17 @@ def exported(request, tmp_path_factory):
   return model, Vocabulary.from_file(info.vocab_file), path
 
 
-def test_ctranslate2_greedy_search_equals_t2tlite(exported):
+# t2tlite's decode hparams beside CTranslate2's options of the same name.
+SETTINGS = {"plain": ({}, {}),
+            "min_length_no_repeats": (
+                dict(min_length=4, no_repeat_ngram_size=2),
+                dict(min_decoding_length=4, no_repeat_ngram_size=2))}
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
   import sentencepiece as spm
+  ours, theirs = SETTINGS[setting]
   model, vocab, path = exported
   source = spm.SentencePieceProcessor(
       model_file=os.path.join(path, ct2_export.SOURCE_SPM))
@@ -60,7 +70,7 @@ def test_ctranslate2_greedy_search_equals_t2tlite(exported):
                                       compute_type="float32")
   search = tf.function(
       lambda ids: decode_ids(model, ids, beam_size=1,
-                             extra_length=EXTRA_LENGTH),
+                             extra_length=EXTRA_LENGTH, **ours),
       input_signature=[tf.TensorSpec([None, None], tf.int32)])
   for line in multi30k_lines("en", 6):
     result = search(encode_inputs(vocab, tf.constant([line])))
@@ -73,7 +83,7 @@ def test_ctranslate2_greedy_search_equals_t2tlite(exported):
     (ct2,) = translator.translate_batch(
         [tokens], beam_size=1, return_scores=True, length_penalty=0,
         max_decoding_length=len(tokens) + 1 + EXTRA_LENGTH,
-        suppress_sequences=[["<pad>"]])
+        suppress_sequences=[["<pad>"]], **theirs)
     assert [target.piece_to_id(p) for p in ct2.hypotheses[0]] == ids
     # The same log-probability (EOS included): the same network.
     np.testing.assert_allclose(ct2.scores[0], result["scores"][0],

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.decode.beam_search import (_without_repeats, beam_search,
+                                        greedy_search)
 from t2tlite.decode import machine
 from t2tlite.decode import search as search_module
 from t2tlite.decode.search import decode_ids
@@ -233,6 +234,42 @@ def test_min_length_reaches_every_search_from_decode_hparams(settings):
     assert first_eos == [min_length] * len(outputs)
 
 
+def test_a_token_that_would_repeat_an_ngram_is_impossible():
+  seqs = tf.constant([[5, 6, 5, 6, 5], [7, 7, 7, 0, 0]])
+  def banned(n, step):
+    logits = _without_repeats(tf.zeros([2, 10]), seqs, tf.constant(step), n)
+    return [set(np.flatnonzero(row < -1).tolist()) for row in logits.numpy()]
+  # After 5 6 5: 5 and 6 were seen; 5 was followed by 6; no 3-gram starts
+  # with 6 5 yet. After 7 7 7: 7 in every case.
+  assert banned(1, 3) == [{5, 6}, {7}]
+  assert banned(2, 3) == [{6}, {7}]
+  assert banned(3, 3) == [set(), {7}]
+  assert banned(3, 5)[0] == {6}  # 6 5 was followed by 6
+
+
+def repeated_ngrams(row, n):
+  """n-grams that occur twice in `row` up to its EOS."""
+  tokens = trim(row)
+  grams = [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+  return len(grams) - len(set(grams))
+
+
+@pytest.mark.parametrize("settings", [
+    "beam_size=3", "beam_size=1",
+    "sampling_temperature=0.2,sampling_seed=1"])  # near the greedy choice
+def test_no_repeat_ngram_size_reaches_every_search(tiny_model, settings):
+  inputs = tf.constant([[5, 6, 7, 1, 0, 0]] * 4)
+  counts = {}
+  for n in (0, 2):
+    hp, _ = machine.settle(DecodeHParams.parse(
+        f"{settings},no_repeat_ngram_size={n},extra_length=20"))
+    outputs = search_module.search_with_hparams(tiny_model, inputs,
+                                                hp)["outputs"].numpy()
+    counts[n] = sum(repeated_ngrams(row, 2) for row in outputs)
+  assert counts[0] > 0  # the untrained model repeats itself...
+  assert counts[2] == 0  # ...and no bigram comes twice with the setting
+
+
 def test_negative_alpha_is_rejected():
   step, cache, _ = prefix_model({(): {EOS: 1.0}})
   with pytest.raises(ValueError, match="alpha"):
@@ -360,13 +397,16 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
   assert np.count_nonzero(ids) > INPUTS.shape[0]  # not all empty outputs
 
 
-@pytest.mark.parametrize("beam_size,min_length", [(1, 0), (4, 3)])
-def test_xla_compiled_search_matches(tiny_model, beam_size, min_length):
+@pytest.mark.parametrize("beam_size,min_length,no_repeats",
+                         [(1, 0, 0), (4, 3, 2)])
+def test_xla_compiled_search_matches(tiny_model, beam_size, min_length,
+                                     no_repeats):
   def searcher(static_shapes):
     return lambda x: decode_ids(tiny_model, x, beam_size=beam_size,
                                 alpha=0.6, extra_length=8, return_beams=True,
                                 static_shapes=static_shapes,
-                                min_length=min_length)
+                                min_length=min_length,
+                                no_repeat_ngram_size=no_repeats)
 
   search = searcher(static_shapes=True)
   plain = tf.function(search)(INPUTS)
@@ -421,6 +461,8 @@ def test_decode_hparams_parsing():
   with pytest.raises(ValueError, match="beam_size must be >= 1"):
     DecodeHParams.parse("beam_size=0")
   assert DecodeHParams.parse("min_length=3").min_length == 3
+  with pytest.raises(ValueError, match="no_repeat_ngram_size must be >= 0"):
+    DecodeHParams.parse("no_repeat_ngram_size=-2")
   with pytest.raises(ValueError, match="min_length must be >= 0"):
     DecodeHParams.parse("min_length=-1")
 
