@@ -13,7 +13,7 @@ the step's output projection (BUILD_NOTES.md, Performance), so:
   op (oneDNN's, one fused kernel on CPU): the best token's probability is
   exp(best - max) / sum = 1 / sum, so logsumexp = best - log(P(best)), to
   within a rounding of the per-op exp, max, subtract and sum it replaces
-  (BUILD_NOTES.md, "The search's normalizer");
+  (BUILD_NOTES.md, "Decoding cache and search");
 - tokens that may not be chosen (the padding id; EOS before a minimum
   length) are left out without a pass over the vocabulary to mask them:
   the k + n best drop them, and the normalizer loses their share,
