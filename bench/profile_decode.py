@@ -4,9 +4,10 @@
         [--concurrent_searches N] [--by name] [--searches 2] [--top 30]
     TF_NUM_INTRAOP_THREADS=1 taskset -c 1 python bench/profile_decode.py ...
 
-Runs run.py's decode_base search (graph mode, min_length 32: EOS never chosen, 32 steps, the
-search's weights made once, concurrent searches as t2t-decoder picks them
-or as given, TensorFlow's intra-op threads as t2t-decoder sets them) under
+Runs run.py's decode_base search (graph mode, min_length 32 so that EOS
+is never chosen in its 32 steps, the search's weights made once,
+concurrent searches as t2t-decoder picks them or as given, TensorFlow's
+intra-op threads as t2t-decoder sets them) under
 TensorFlow's profiler and prints, after the machine's fingerprint and the
 wall seconds of three unprofiled runs, one line per op type (with `--by
 name`, per op: its type and graph name, so that one layer's matmuls come

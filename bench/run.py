@@ -21,8 +21,8 @@ Works (the same work as the published peer figures, so results compare):
   decode_base  transformer_base, beam 4, alpha 0.6, 32 sources of 32 tokens,
                exactly 32 decoding steps: EOS is never chosen (decode
                hparam min_length=32, as the peer harness gives CTranslate2
-               min_decoding_length=32), so no hypothesis finishes early. Concurrent searches as
-               t2t-decoder picks them (decode hparam concurrent_searches,
+               min_decoding_length=32), so no hypothesis finishes early.
+               Concurrent searches as t2t-decoder picks them (decode hparam concurrent_searches,
                auto; 1 with --xla), or --concurrent_searches, with
                TensorFlow's intra-op threads set as t2t-decoder sets them
                (`machine.set_search_threads`; the JSON line's

@@ -31,7 +31,7 @@ which other inputs share its batch.
 """
 import tensorflow as tf
 
-from t2tlite.decode.vocab_top_k import log_normalizer_and_top_k
+from t2tlite.decode.vocab_top_k import excluded, log_normalizer_and_top_k
 from t2tlite.ids import EOS_ID
 
 # The score of a hypothesis (or token) that must never be chosen: a finite
@@ -217,11 +217,11 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
       [batch, V], step int32 scalar) -> int32 [batch] the tokens written
       (`t2tlite.decode.sampling`).
     excluded_id: None, or a token id never chosen and left out of the
-      distribution, as if its logit were -inf.
+      distribution, as if its logit were -inf (with `pick`, which draws
+      from the logits, it is masked in them by IMPOSSIBLE_LOG_PROB).
     min_length: EOS is left out the same way at steps < min_length, so
       outputs hold at least min_length tokens before EOS (or end at their
-      limit). excluded_id and min_length are for the most probable token:
-      with `pick`, the step function masks the logits it samples from.
+      limit).
     no_repeat_ngram_size: n > 0: no output holds an n-gram twice (tokens
       that would repeat one are impossible, sampled or not); 0: off.
   Returns:
@@ -242,17 +242,17 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
     finished |= step >= limits
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
     logits = tf.cast(logits, tf.float32)
+    left_out, flags = _exclusions(excluded_id, eos_id, min_length, step)
+    if pick is not None and left_out:
+      hidden = excluded(tf.range(tf.shape(logits)[-1]), left_out, flags)
+      logits += IMPOSSIBLE_LOG_PROB * tf.cast(hidden, logits.dtype)
     if no_repeat_ngram_size:
       logits = _without_repeats(logits, seqs, step, no_repeat_ngram_size)
     if pick is None:
-      log_z, best, best_ids = log_normalizer_and_top_k(
-          logits, 1, *_exclusions(excluded_id, eos_id, min_length, step))
+      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1, left_out,
+                                                       flags)
       chosen, chosen_logits = best_ids[:, 0], best[:, 0]
     else:
-      if excluded_id is not None or min_length:
-        raise ValueError("greedy_search: excluded_id and min_length are "
-                         "for the most probable token; mask the logits "
-                         "`pick` samples from instead")
       log_z = tf.reduce_logsumexp(logits, axis=-1)
       chosen = pick(logits, step)
       chosen_logits = tf.gather(logits, chosen, batch_dims=1)

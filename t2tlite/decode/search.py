@@ -1,5 +1,5 @@
-"""The in-graph search over id sequences: output lengths, the padding
-mask, concurrent searches over blocks of rows, the search's weights made
+"""The in-graph search over id sequences: output lengths, PAD kept out of
+every output, concurrent searches over blocks of rows, the search's weights made
 once, and int8 chosen in the graph.
 
     weights = fixed_search_weights(model)
@@ -12,9 +12,8 @@ import dataclasses
 import tensorflow as tf
 
 from t2tlite.decode import constraints, sampling
-from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
-                                        greedy_search)
-from t2tlite.ids import EOS_ID, PAD_ID
+from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.ids import PAD_ID
 from t2tlite.layers import int8 as int8_layer
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -37,24 +36,6 @@ def decode_lengths(model, inputs, extra_length):
     buffer = tf.minimum(buffer, model.config.max_length)
     limits = tf.minimum(limits, model.config.max_length)
   return buffer, limits
-
-
-def _masked_for_sampling(decode_step, min_length):
-  """decode_step whose logits never choose PAD (it is no output token, the
-  loss ignores it, and it would read as the start symbol at the next step)
-  nor EOS before position min_length. For sampling, which draws from the
-  logits; the searches leave those tokens out themselves (`excluded_id`,
-  `min_length`), without a pass over every step's logits."""
-
-  def step(ids, i, cache):
-    logits, cache = decode_step(ids, i, cache)
-    vocab_ids = tf.range(tf.shape(logits)[-1])
-    hidden = tf.equal(vocab_ids, PAD_ID) | (
-        tf.equal(vocab_ids, EOS_ID) & (i < min_length))
-    mask = tf.cast(hidden, logits.dtype)
-    return logits + IMPOSSIBLE_LOG_PROB * mask, cache
-
-  return step
 
 
 def row_parts(inputs, parts):
@@ -177,15 +158,12 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
                      f"of an int8={not int8} search: make them with "
                      f"fixed_search_weights(model, int8={int8})")
 
-  def prepared(rows, sampled=False):
-    """(step function, cache, decode length, per-row limits) for `rows`;
-    a `sampled` step's logits have PAD masked."""
+  def prepared(rows):
+    """(step function, cache, decode length, per-row limits) for `rows`."""
     length, limits = decode_lengths(model, rows, extra_length)
     step, cache = model.prepare_decoding(
         rows, length if static_shapes else None,
         search_weights=search_weights)
-    if sampled:
-      step = _masked_for_sampling(step, min_length)
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
                                           limits)
@@ -211,10 +189,11 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
 
   def sample(inputs):
     rows, keys = sampler.expand(inputs)
-    step, cache, length, limits = prepared(rows, sampled=True)
-    outputs, scores = greedy_search(step, cache, length, max_lengths=limits,
-                                    pick=sampler.pick_for(keys),
-                                    no_repeat_ngram_size=no_repeat_ngram_size)
+    step, cache, length, limits = prepared(rows)
+    outputs, scores = greedy_search(
+        step, cache, length, max_lengths=limits, pick=sampler.pick_for(keys),
+        excluded_id=PAD_ID, min_length=min_length,
+        no_repeat_ngram_size=no_repeat_ngram_size)
     if sampler.num_samples > 1:
       n = sampler.num_samples
       outputs = tf.reshape(outputs, [-1, n, tf.shape(outputs)[-1]])

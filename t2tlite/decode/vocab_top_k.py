@@ -65,10 +65,9 @@ def log_normalizer_and_top_k(logits, k, excluded_ids=(), excluding=None):
   if n:
     flags = (tf.ones([n], tf.bool) if excluding is None else
              tf.convert_to_tensor(excluding))
-    hidden = tf.zeros_like(ids, tf.bool)
+    hidden = excluded(ids, excluded_ids, flags)
     share = tf.zeros_like(logits[:, 0])
     for i, token in enumerate(excluded_ids):
-      hidden |= flags[i] & tf.equal(ids, token)
       share += tf.where(flags[i], probs[:, token], 0.0)
     # At most n of the k + n are left out: the first k others, in order.
     _, order = tf.math.top_k(
@@ -90,13 +89,20 @@ def log_normalizer_and_top_k(logits, k, excluded_ids=(), excluding=None):
   return tf.where(tf.math.is_finite(best), log_z, best), values, ids
 
 
+def excluded(token_ids, excluded_ids, flags):
+  """Which of `token_ids` (int32, any shape) are left out: bool, shaped
+  like them, true where a token is one of `excluded_ids` (Python ints)
+  whose flag (bool [len(excluded_ids)]) is true."""
+  hidden = tf.zeros_like(token_ids, tf.bool)
+  for i, token in enumerate(excluded_ids):
+    hidden |= flags[i] & tf.equal(token_ids, token)
+  return hidden
+
+
 def _logsumexp_without(logits, tokens, flags):
   """logsumexp of each row of logits [rows, vocab] without the columns of
   `tokens` whose `flags` are true."""
-  vocab_ids = tf.range(tf.shape(logits)[-1])
-  hidden = tf.zeros_like(vocab_ids, tf.bool)
-  for i, token in enumerate(tokens):
-    hidden |= flags[i] & tf.equal(vocab_ids, token)
+  hidden = excluded(tf.range(tf.shape(logits)[-1]), tokens, flags)
   return tf.reduce_logsumexp(
       tf.where(hidden, tf.constant(-float("inf"), logits.dtype), logits),
       axis=-1)

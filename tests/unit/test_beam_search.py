@@ -203,8 +203,8 @@ def test_min_length_holds_eos_back_from_sampling():
   argmax = lambda logits, step: tf.argmax(logits, -1, output_type=tf.int32)
   for min_length, expected in [(0, [EOS]), (2, [A, A, EOS])]:
     step, cache, _ = prefix_model(EOS_TOO_SOON)
-    masked = search_module._masked_for_sampling(step, min_length)
-    ids, _ = greedy_search(masked, cache, max_decode_length=6, pick=argmax)
+    ids, _ = greedy_search(step, cache, max_decode_length=6, pick=argmax,
+                           excluded_id=PAD, min_length=min_length)
     assert trim(ids[0]) == expected
 
 
