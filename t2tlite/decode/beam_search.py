@@ -149,7 +149,9 @@ def _without_repeats(logits, seqs, step, n):
     float32 [rows, vocab].
   """
   rows, max_len = tf.shape(seqs)[0], tf.shape(seqs)[1]
-  windows = max_len - n + 1  # window j: prefix at j .. j + n - 2, then a token
+  # Window j: prefix at j .. j + n - 2, then a token; none when n is longer
+  # than the buffer.
+  windows = tf.maximum(max_len - n + 1, 0)
   # Window j matches if its prefix is the n - 1 tokens before `step` and its
   # token was written (j + n - 1 < step): that token is banned.
   match = tf.range(windows)[tf.newaxis] < step - n + 1
