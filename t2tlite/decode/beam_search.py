@@ -149,17 +149,18 @@ def _without_repeats(logits, seqs, step, n):
     float32 [rows, vocab].
   """
   rows, max_len = tf.shape(seqs)[0], tf.shape(seqs)[1]
-  # Window j: prefix at j .. j + n - 2, then a token; none when n is longer
-  # than the buffer.
-  windows = tf.maximum(max_len - n + 1, 0)
+  # Window j: a prefix at j .. j + n - 2, then a token; none when n is
+  # longer than the buffer. Ops, not a loop over n: the graph's size does
+  # not grow with n (a decode hparam a server's request may set).
+  starts = tf.range(tf.maximum(max_len - n + 1, 0))
+  offsets = tf.range(tf.minimum(n - 1, max_len))
+  prefixes = tf.gather(seqs, starts[:, tf.newaxis] + offsets, axis=1)
+  current = tf.gather(seqs, tf.maximum(step - n + 1 + offsets, 0), axis=1)
   # Window j matches if its prefix is the n - 1 tokens before `step` and its
   # token was written (j + n - 1 < step): that token is banned.
-  match = tf.range(windows)[tf.newaxis] < step - n + 1
-  for i in range(n - 1):
-    current = tf.gather(seqs, tf.maximum(step - n + 1 + i, 0), axis=1)
-    match &= tf.equal(seqs[:, i:i + windows], current[:, tf.newaxis])
-  banned = seqs[:, n - 1:n - 1 + windows]
-  match = tf.broadcast_to(match, tf.shape(banned))
+  match = (tf.reduce_all(tf.equal(prefixes, current[:, tf.newaxis]), axis=-1)
+           & (starts < step - n + 1))
+  banned = tf.gather(seqs, starts + n - 1, axis=1)
   row_ids = tf.broadcast_to(tf.range(rows)[:, tf.newaxis], tf.shape(banned))
   indices = tf.stack([row_ids, tf.where(match, banned, 0)], axis=-1)
   # A min with +inf leaves the windows that do not match as they were.
