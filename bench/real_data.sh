@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The real-data results of BUILD_NOTES.md, end to end through the commands.
+# The real-data results of docs/results.md, end to end through the commands.
 #
 #   bench/real_data.sh multi30k WORK_DIR     # Multi30k EN->DE (an hour of training)
 #   bench/real_data.sh multi30k_fr WORK_DIR  # Multi30k EN->FR (an hour of training)
@@ -101,8 +101,8 @@ wsj() {
   # cores this script may use (both on the one core if there is only one),
   # each an hour at most and at most the recipe's 7,000 steps: the 3,396
   # training trees gain nothing from longer runs, and an ensemble of two
-  # runs gains more than one run twice as fast (BUILD_NOTES.md, "Results on
-  # real data").
+  # runs gains more than one run twice as fast (docs/results.md, "Two runs
+  # and their ensemble").
   train() {  # train SEED CPUS
     /usr/bin/time -v taskset -c "$2" t2t-trainer --problem=parsing_wsj \
         --hparams_set=transformer_parsing_pointer --data_dir="$data" \

@@ -177,7 +177,7 @@ def transformer_parsing_small():
   trees): transformer_small with pre-norm (post-norm sat on a plateau),
   P_drop=0.2, 2,048 tokens a step, 400 warm-up steps at the full eq. (3)
   rate and a 3,000-step cool-down, max_length 320 (the longest trees but
-  one). BUILD_NOTES.md, "WSJ sample parsing", has the runs behind it."""
+  one). docs/results.md, "WSJ sample parsing", has the runs behind it."""
   return transformer_small().replace(
       norm_position="pre", dropout=0.2, max_length=320, batch_size=2048,
       warmup_steps=400, learning_rate_cooldown_steps=3000, train_steps=13000)
@@ -190,7 +190,7 @@ def transformer_parsing_pointer():
   encoder output at the word its next tag is for, so the model need not
   count its own tags to know where it is in the sentence. 7,000 steps (the
   last 3,000 cooling down): under an hour in float32 on a 2-core CPU.
-  BUILD_NOTES.md, "WSJ sample parsing", has the runs behind it."""
+  docs/results.md, "WSJ sample parsing", has the runs behind it."""
   return transformer_parsing_small().replace(word_pointer=True,
                                              train_steps=7000)
 
@@ -204,7 +204,7 @@ def transformer_multi30k():
   evaluation (41.36 against 40.42 and 40.11 BLEU after the dev choices);
   after the cool-down single checkpoints beat averages of the last 5 and 10
   on dev.
-  BUILD_NOTES.md, "Results on real data", has the runs."""
+  docs/results.md has the runs."""
   return transformer_small().replace(
       dropout=0.2, warmup_steps=800, learning_rate_cooldown_steps=2000,
       train_steps=5000)

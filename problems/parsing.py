@@ -13,7 +13,7 @@ Samples follow Vinyals et al. 2015 (see `t2tlite.data.trees`): source = words,
 target = the normalised tree, depth first, with labelled closing brackets.
 The POS tags are kept (`pos_tags = False` in a subclass writes XX for each,
 as Vinyals et al. did): EVALB does not score them, but on the WSJ sample a
-model that predicts them places its brackets better (BUILD_NOTES.md, "WSJ
+model that predicts them places its brackets better (docs/results.md, "WSJ
 sample parsing"). Vocabularies: the words are split into 16K sentencepiece
 BPE pieces, the paper's WSJ-only size (reduced with a warning on small
 corpora), trained on the words only; the targets have their own closed
@@ -81,7 +81,7 @@ class ParsingWsj(Text2TextProblem):
   # Section 6.3: maximum output length input length + 300 and beam 21. Alpha
   # 0 rather than the paper's 0.3: constrained, on the WSJ sample's dev
   # split, it gave 75.5 F1 against 73.8 (fewer spurious brackets;
-  # BUILD_NOTES.md, "WSJ sample parsing"). Unconstrained, 0.3 is better there.
+  # docs/results.md, "WSJ sample parsing"). Unconstrained, 0.3 is better there.
   decode_defaults = "beam_size=21,alpha=0.0,extra_length=300"
 
   @property

@@ -4,7 +4,7 @@ Where every target token of one kind stands for one source word in order
 (parsing: each POS tag tags the next word of the sentence), the decoder
 otherwise has to count its own such tokens to know where it is in the
 source; on small data it loses count, and the tags and brackets shift onto
-neighbouring words (BUILD_NOTES.md, "WSJ sample parsing"). The pointer
+neighbouring words (docs/results.md, "WSJ sample parsing"). The pointer
 gives the count away: decoder position t gets, added to its input
 embedding, a learned projection of the encoder output at the first piece of
 source word k_t, where k_t is the number of word tokens among the decoder

@@ -1,6 +1,6 @@
 """Parsing the WSJ sample, short, through the installed commands: datagen,
 a few minutes of training, constrained greedy decoding of the dev split and
-bracketing F1 above a floor measured on this recipe (BUILD_NOTES.md, "WSJ
+bracketing F1 above a floor measured on this recipe (docs/results.md, "WSJ
 sample parsing"); awkward inputs give trees or empty lines, never errors."""
 import re
 
@@ -20,7 +20,7 @@ TRAIN_STEPS = 400  # 200 warming up, 200 cooling down
 # Measured: 65.17 (P 67.75 / R 62.77), seed 1, on a Zen 4 (600 steps gave
 # 67.48 on the Xeon and 66.63 on the Zen 4, 900 steps 67.78, and 20.48
 # without the pointer); the floor leaves about 10 points for run-to-run and
-# machine-to-machine variation (BUILD_NOTES.md, "The short version in the
+# machine-to-machine variation (docs/results.md, "The short version in the
 # test suite").
 FLOOR_F1 = 55.0
 

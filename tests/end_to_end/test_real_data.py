@@ -1,8 +1,8 @@
 """The real-data pipeline, short, through the installed commands: Multi30k
 EN->DE datagen, a few minutes of training, checkpoint averaging, beam search
 on test2016 and BLEU above a floor measured on this recipe
-(tests/support/multi30k_short.py; BUILD_NOTES.md, "Results on real data",
-gives the measurements behind the floors); then the same search with int8
+(tests/support/multi30k_short.py; docs/results.md, "The short version in
+the test suite", gives the measurements behind the floors); then the same search with int8
 matmuls (decode hparam int8), which may lose little BLEU; then the
 CTranslate2 export's greedy search against t2t-decoder's (left out, and the
 test skipped after its other checks, where ctranslate2 is not installed)."""

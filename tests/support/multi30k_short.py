@@ -1,7 +1,7 @@
 """The short Multi30k recipe the real-data tests run through the installed
 commands: datagen, a few minutes of training, checkpoint averaging, beam
 search on the first test2016 sentences and both BLEU figures
-(BUILD_NOTES.md, "The short version in the test suite")."""
+(docs/results.md, "The short version in the test suite")."""
 import gzip
 import re
 
@@ -24,7 +24,7 @@ MAX_EMPTY_OUTPUTS = 30  # 10%
 DECODE_HPARAMS = "beam_size=4,alpha=0.6,batch_size=64"
 PROBLEMS = {"de": "translate_ende_wmt"}
 # (cased detokenized sacreBLEU, lowercased tokenized BLEU) the run must reach,
-# each a few points under what this recipe measured (BUILD_NOTES.md, "The
+# each a few points under what this recipe measured (docs/results.md, "The
 # short version in the test suite"):
 FLOORS = {
     # 20.28 / 20.59 on a Zen 4 (550 steps: 24.02 / 24.34 and 23.76 / 24.06;

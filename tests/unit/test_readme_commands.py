@@ -19,7 +19,8 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/data.md", "docs/commands.md", "docs/cluster.md",
          "docs/serving.md", "docs/library.md", "docs/training_quality.md",
-         "docs/decoding.md", "docs/web.md", "docs/cpu_and_precision.md")
+         "docs/decoding.md", "docs/web.md", "docs/cpu_and_precision.md",
+         "docs/results.md")
 SUPPORT = REPO / "tests" / "support"
 # A command's name at the start of a shell segment, after any VAR=value
 # assignments or the end of a quoted one ('...}' t2t-trainer).
