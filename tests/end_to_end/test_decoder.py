@@ -170,7 +170,8 @@ def test_t2t_decoder_interactive(trained):
   assert run.returncode == 0, run.stderr
   printed = run.stdout.split("\n")
   # The module's Vocabulary, after other tests set a seed (which clears
-  # TensorFlow's kernel cache; see BUILD_NOTES.md, Decoding).
+  # TensorFlow's kernel cache; see BUILD_NOTES.md, "Separate target
+  # vocabularies").
   greedy = Decoder(model, vocab, DecodeHParams(beam_size=1, extra_length=3))
   expected, _ = greedy.decode_lines(["A dog runs.", "", "Two men."],
                                     progress=False)
