@@ -66,7 +66,7 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
       for side in ("inputs", "targets"))
   for split in splits:
     paths = records.shard_paths(data_dir, problem.data_name, split,
-                                problem.num_shards[split])
+                                problem.num_shards.get(split, 1))
     text_paths = (None if split == "train" else
                   problem.stored_text_files(data_dir, split))
     summary["splits"][split] = records.write_split(
@@ -105,7 +105,7 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
           "is not applied. Delete it to train a new one (its records are "
           "then regenerated).", path, size, vocab_size)
     return dict(info, size=size, reused=True)
-  _remove_records(data_dir, problem.data_name)
+  _remove_records(data_dir, problem.data_name, problem.splits)
   text_side = None if problem.shares_vocabulary else side
   size = vocab_lib.train_sentencepiece(
       lambda: problem.vocab_texts(tmp_dir, raw_data_dir, side=text_side),
@@ -115,9 +115,10 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
   return dict(info, size=size, reused=False)
 
 
-def _remove_records(data_dir, data_name):
+def _remove_records(data_dir, data_name, splits):
+  names = "|".join(re.escape(split) for split in splits)
   stale = re.compile(
-      rf"^{re.escape(data_name)}-(train|dev|test)(-\d{{5}}-of-\d{{5}}"
+      rf"^{re.escape(data_name)}-({names})(-\d{{5}}-of-\d{{5}}"
       rf"(\.json)?|\.(inputs|targets)\.txt)$")
   for name in os.listdir(data_dir):
     if stale.match(name):
