@@ -31,14 +31,16 @@ class Expected:
   sha256: str = None
 
 
-def text_digest(path):
-  """(lines, hex SHA-256) of a text file's bytes, gunzipped if it ends in .gz.
+def text_digest(path, gzipped=None):
+  """(lines, hex SHA-256) of a text file's bytes, gunzipped if `gzipped`
+  (default: if the name ends in .gz).
 
   Raises:
     DataError: a .gz file that is not a complete gzip stream.
   """
   digest, lines = hashlib.sha256(), 0
-  opener = gzip.open if path.endswith(".gz") else open
+  gzipped = path.endswith(".gz") if gzipped is None else gzipped
+  opener = gzip.open if gzipped else open
   try:
     with opener(path, "rb") as f:
       for chunk in iter(lambda: f.read(_CHUNK), b""):
@@ -49,9 +51,10 @@ def text_digest(path):
   return lines, digest.hexdigest()
 
 
-def mismatch(path, expected):
-  """Why the file at `path` is not the `Expected` one, or None if it is."""
-  lines, sha256 = text_digest(path)
+def mismatch(path, expected, gzipped=None):
+  """Why the file at `path` is not the `Expected` one, or None if it is
+  (`gzipped` as in `text_digest`)."""
+  lines, sha256 = text_digest(path, gzipped)
   if lines != expected.lines:
     return f"{lines} lines, expected {expected.lines}"
   if expected.sha256 and sha256 != expected.sha256:
@@ -81,7 +84,7 @@ def fetch(url, path, expected, timeout=60):
   partial = f"{path}.part"
   try:
     _download(url, partial, timeout)
-    problem = mismatch(partial, expected)
+    problem = mismatch(partial, expected, gzipped=path.endswith(".gz"))
     if problem:
       raise DataError(f"Downloaded {url} is not the published file "
                       f"({problem}); not using it.")

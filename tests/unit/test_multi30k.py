@@ -1,0 +1,187 @@
+"""translate_ende_multi30k: the release downloaded from a real HTTP server on
+127.0.0.1 (a subset, checked against the served files' own checksums), or
+read from --raw_data_dir, writes translate_ende_wmt's records; failed and
+short downloads are one-line errors naming the URL and leave no file.
+
+The files come from ../shared/data (see ../shared/data/README.md); without
+them these tests skip. The full release, checked against the pinned
+checksums through t2t-datagen, is in tests/end_to_end/test_multi30k_download.py.
+"""
+import gzip
+
+import pytest
+
+from corpora import MULTI30K_TRAIN_LINES, shared_corpus
+from file_server import serving
+import multi30k_release
+
+import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from t2tlite.data.samples import DataError
+from t2tlite.problem import get_problem
+from t2tlite.problems import multi30k
+
+VOCAB_SIZE = 1000  # the shared multi30k_data fixture's
+LANGS = ("en", "de")
+SHARDS = 32 + 1 + 1  # train, dev, test of translate_ende_wmt
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+  """(folder, {(stem, lang): Expected}): the release's EN/DE files with
+  the first MULTI30K_TRAIN_LINES training lines (multi30k_raw's), served
+  from `folder`, and their checksums."""
+  folder = multi30k_release.release_folder(
+      tmp_path_factory.mktemp("release"), LANGS, MULTI30K_TRAIN_LINES)
+  return folder, multi30k_release.served_release(folder)
+
+
+@pytest.fixture(scope="module")
+def downloaded(release, tmp_path_factory):
+  """(data_dir, tmp_dir, summary, request paths): translate_ende_multi30k
+  generated from the served release."""
+  folder, expected = release
+  data_dir = tmp_path_factory.mktemp("downloaded_data")
+  tmp_dir = tmp_path_factory.mktemp("downloads")
+  with serving(folder) as (url, requests):
+    problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
+    summary = problem.generate_data(str(data_dir), str(tmp_dir),
+                                    vocab_size=VOCAB_SIZE)
+  return data_dir, tmp_dir, summary, list(requests)
+
+
+def test_registered_with_their_reverse():
+  for name in ("translate_ende_multi30k", "translate_enfr_multi30k"):
+    problem, reverse = get_problem(name), get_problem(name + "_rev")
+    assert (problem.reverse, reverse.reverse) == (False, True)
+    assert reverse.data_name == name
+    assert problem.vocab_size == 8000  # the recipe's --vocab_size
+  assert get_problem("translate_ende_multi30k").vocab_type == (
+      get_problem("translate_ende_wmt").vocab_type)
+  assert get_problem("translate_enfr_multi30k").vocab_type == (
+      get_problem("translate_enfr_wmt").vocab_type)
+  assert get_problem("translate_enfr_multi30k").num_shards == (
+      get_problem("translate_enfr_wmt").num_shards)
+
+
+def test_pinned_checksums_are_the_mirrored_release():
+  served = multi30k_release.served_release(shared_corpus("multi30k/raw"))
+  pinned = {key: value for key, value in multi30k.RELEASE.items()
+            if key[0] in multi30k_release.MIRRORED}
+  assert len(pinned) == 9 and all(v.sha256 for v in pinned.values())
+  assert pinned == served
+
+
+def test_download_writes_translate_ende_wmt_records(downloaded,
+                                                    multi30k_data):
+  data_dir, _, summary, requests = downloaded
+  _, reference_dir, reference = multi30k_data
+  assert multi30k_release.generated_files(data_dir, "translate_ende_multi30k")
+  assert multi30k_release.differences(
+      data_dir, "translate_ende_multi30k", reference_dir,
+      "translate_ende_wmt", splits=("train", "dev", "test")) == []
+  for split in ("train", "dev", "test"):
+    assert summary["splits"][split] == reference["splits"][split]
+  assert len(requests) == 12  # 6 files a language, each fetched once
+
+
+def test_later_test_sets_are_named_splits(downloaded, release):
+  data_dir, _, summary, _ = downloaded
+  problem = get_problem("translate_ende_multi30k")
+  for split, (_, lines) in zip(problem.extra_test_splits,
+                               multi30k_release.STAND_INS.values()):
+    assert summary["splits"][split]["examples"] == lines
+    assert len(problem.shard_files(data_dir, split)) == 1
+    stem = multi30k.RELEASE_STEMS[split]
+    with gzip.open(release[0] / f"{stem}.de.gz", "rt") as f:
+      # The kept text has one sample a line, its whitespace made spaces.
+      targets = [" ".join(line.split()) for line in f]
+    assert [t for _, t in problem.text_pairs(data_dir, split)] == targets
+
+
+def test_downloaded_files_are_kept_and_not_fetched_again(downloaded, release,
+                                                         tmp_path):
+  _, tmp_dir, _, _ = downloaded
+  folder, expected = release
+  assert sorted(p.name for p in (tmp_dir / "multi30k").iterdir()) == sorted(
+      p.name for p in folder.iterdir())
+  with serving(folder) as (url, requests):
+    problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
+    assert problem.available_splits(str(tmp_dir)) == problem.splits
+  assert requests == []
+
+
+def test_raw_data_dir_writes_translate_ende_wmt_records(multi30k_raw,
+                                                        multi30k_data,
+                                                        tmp_path):
+  problem = get_problem("translate_ende_multi30k")
+  summary = problem.generate_data(str(tmp_path), raw_data_dir=str(
+      multi30k_raw), vocab_size=VOCAB_SIZE)
+  _, reference_dir, reference = multi30k_data
+  assert len(multi30k_release.generated_files(
+      tmp_path, "translate_ende_multi30k")) == 1 + 2 * SHARDS + 4
+  assert multi30k_release.differences(
+      tmp_path, "translate_ende_multi30k", reference_dir,
+      "translate_ende_wmt") == []
+  assert summary["splits"] == reference["splits"]
+
+
+def _failing_download(release, tmp_path, broken, cut_short=()):
+  """The DataError of a download from the release whose file `broken` is
+  altered (or cut short, or missing); asserts nothing of it is left."""
+  folder, expected = release
+  with serving(folder, cut_short) as (url, _):
+    problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
+    with pytest.raises(DataError) as error:
+      problem.available_splits(str(tmp_path))
+  message = str(error.value)
+  assert "\n" not in message and f"{url}/{broken}" in message, message
+  assert not [p for p in (tmp_path / "multi30k").iterdir()
+              if p.name.startswith(broken)]
+  return message
+
+
+def test_altered_file_is_refused(release, tmp_path):
+  folder, expected = release
+  broken = "val.de.gz"
+  changed = tmp_path / "served"
+  changed.mkdir()
+  for path in folder.iterdir():
+    data = path.read_bytes()
+    if path.name == broken:  # one word of one line changed
+      data = gzip.compress(gzip.decompress(data).replace(b"Ein", b"Eine", 1))
+    (changed / path.name).write_bytes(data)
+  message = _failing_download((changed, expected), tmp_path / "tmp", broken)
+  assert "SHA-256" in message and expected[("val", "de")].sha256 in message
+
+
+def test_cut_short_download_is_an_error(release, tmp_path):
+  message = _failing_download(release, tmp_path, "train.de.gz",
+                              cut_short=["train.de.gz"])
+  assert "bytes" in message or "IncompleteRead" in message, message
+
+
+def test_missing_file_is_an_error(release, tmp_path):
+  folder, expected = release
+  served = tmp_path / "served"
+  served.mkdir()
+  for path in folder.iterdir():
+    if path.name != "test_2018_flickr.en.gz":
+      (served / path.name).write_bytes(path.read_bytes())
+  message = _failing_download((served, expected), tmp_path / "tmp",
+                              "test_2018_flickr.en.gz")
+  assert "HTTP 404" in message
+
+
+def test_url_from_the_environment(monkeypatch):
+  monkeypatch.setenv(multi30k.URL_VARIABLE, "http://127.0.0.1:9/m30k/")
+  assert get_problem("translate_enfr_multi30k").base_url == (
+      "http://127.0.0.1:9/m30k")
+  monkeypatch.delenv(multi30k.URL_VARIABLE)
+  assert get_problem("translate_enfr_multi30k").base_url == (
+      multi30k.MULTI30K_URL)
+
+
+def test_missing_raw_data_dir_names_the_layout(tmp_path):
+  with pytest.raises(DataError, match=r"test_2016_flickr\.en.*download"):
+    get_problem("translate_ende_multi30k").available_splits(
+        str(tmp_path), raw_data_dir=str(tmp_path / "absent"))
