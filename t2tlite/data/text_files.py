@@ -45,7 +45,8 @@ def find_split_files(raw_data_dir, langs, aliases=None, layout=None):
     langs: (source, target) language codes.
     aliases: {split: file-name stems accepted for it}; default SPLIT_ALIASES.
     layout: what the folder must hold, for error messages; default
-      `layout_help`.
+      `layout_help`. (A caller that downloads otherwise than through
+      tensorflow-datasets checks that the folder exists first.)
 
   Raises:
     DataError: the folder or the train files are missing, a split has only one
@@ -55,7 +56,8 @@ def find_split_files(raw_data_dir, langs, aliases=None, layout=None):
   if not os.path.isdir(raw_data_dir):
     raise DataError(
         f"raw_data_dir={raw_data_dir} does not exist. {layout} Or leave "
-        f"raw_data_dir out to download the corpus (needs internet).")
+        f"raw_data_dir out to download the corpus through "
+        f"tensorflow-datasets (needs internet).")
   names = sorted(os.listdir(raw_data_dir))
   found = {}
   for split, stems in (aliases or SPLIT_ALIASES).items():

@@ -24,7 +24,7 @@ def test_download_writes_the_recipes_records(tmp_path):
          f"--data_dir={data_dir}", f"--tmp_dir={tmp_path / 'tmp'}"],
         timeout=300, env={multi30k.URL_VARIABLE: url})
   assert code == 0, output[-3000:]
-  assert len(requests) == 12, requests  # every file, once
+  assert len(requests) == 16, requests  # every file, once
   for split in ("train ", "dev ", "test ", "test2017_flickr ",
                 "test2017_mscoco ", "test2018_flickr "):
     assert f"\n  {split}" in output, output[-3000:]

@@ -17,37 +17,44 @@ MIRRORED = ("train", "val", "test_2016_flickr")
 
 
 def release_folder(folder, langs, train_lines=None):
-  """Lays out `folder` as the release serves its files (STEM.LANG.gz):
-  train (its first `train_lines` lines, or the release's own file), val
-  and test2016 as released, and STAND_INS. Skips the test when the corpus
-  is absent."""
-  source = shared_corpus("multi30k/raw")
+  """Lays out `folder` as the release's task-1 folder serves the files a
+  problem fetches: raw/STEM.LANG.gz, with train (its first `train_lines`
+  lines, or the release's own file), val and test2016 as released, and
+  STAND_INS; tok/ with the tokenized val and test2016. Skips the test when
+  the corpus is absent."""
+  source = shared_corpus("multi30k")
   folder = pathlib.Path(folder)
-  folder.mkdir(parents=True, exist_ok=True)
+  for sub in ("raw", "tok"):
+    (folder / sub).mkdir(parents=True, exist_ok=True)
   for lang in langs:
     for stem in MIRRORED:
-      name = f"{stem}.{lang}.gz"
+      name = f"raw/{stem}.{lang}.gz"
       if stem == "train" and train_lines:
         write_lines(folder / name, read_lines(source / name, train_lines))
       else:
         (folder / name).write_bytes((source / name).read_bytes())
+    for stem in ("val", "test_2016_flickr"):
+      name = f"tok/{stem}.lc.norm.tok.{lang}"
+      (folder / name).write_bytes((source / name).read_bytes())
     for stem, (cut_from, lines) in STAND_INS.items():
-      write_lines(folder / f"{stem}.{lang}.gz",
-                  read_lines(source / f"{cut_from}.{lang}.gz", lines))
+      write_lines(folder / f"raw/{stem}.{lang}.gz",
+                  read_lines(source / f"raw/{cut_from}.{lang}.gz", lines))
   return folder
 
 
 def served_release(folder):
-  """{(stem, lang): Expected} of the files in `folder`: their line counts
-  and the SHA-256 of their uncompressed bytes, computed here (not by the
-  code under test)."""
+  """{path under folder: Expected} of the files in `folder`'s raw/ and tok/:
+  their line counts and the SHA-256 of their uncompressed bytes, computed
+  here (not by the code under test)."""
   from t2tlite.data.download import Expected
   release = {}
-  for path in sorted(pathlib.Path(folder).glob("*.gz")):
-    stem, lang, _ = path.name.rsplit(".", 2)
-    text = gzip.decompress(path.read_bytes())
-    release[(stem, lang)] = Expected(text.count(b"\n"),
-                                     hashlib.sha256(text).hexdigest())
+  folder = pathlib.Path(folder)
+  for path in sorted(folder.glob("raw/*.gz")) + sorted(folder.glob("tok/*")):
+    text = path.read_bytes()
+    if path.suffix == ".gz":
+      text = gzip.decompress(text)
+    release[path.relative_to(folder).as_posix()] = Expected(
+        text.count(b"\n"), hashlib.sha256(text).hexdigest())
   return release
 
 

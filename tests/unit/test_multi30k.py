@@ -64,11 +64,11 @@ def test_registered_with_their_reverse():
 
 
 def test_pinned_checksums_are_the_mirrored_release():
-  served = multi30k_release.served_release(shared_corpus("multi30k/raw"))
-  pinned = {key: value for key, value in multi30k.RELEASE.items()
-            if key[0] in multi30k_release.MIRRORED}
-  assert len(pinned) == 9 and all(v.sha256 for v in pinned.values())
-  assert pinned == served
+  mirrored = multi30k_release.served_release(shared_corpus("multi30k"))
+  pinned = {name: value for name, value in multi30k.RELEASE.items()
+            if value.sha256}
+  assert len(pinned) == 9 + 6  # raw train/val/test2016, tok val/test2016
+  assert pinned == {name: mirrored[name] for name in pinned}
 
 
 def test_download_writes_translate_ende_wmt_records(downloaded,
@@ -81,7 +81,7 @@ def test_download_writes_translate_ende_wmt_records(downloaded,
       "translate_ende_wmt", splits=("train", "dev", "test")) == []
   for split in ("train", "dev", "test"):
     assert summary["splits"][split] == reference["splits"][split]
-  assert len(requests) == 12  # 6 files a language, each fetched once
+  assert len(requests) == 16  # 6 raw + 2 tok a language, each fetched once
 
 
 def test_later_test_sets_are_named_splits(downloaded, release):
@@ -92,7 +92,7 @@ def test_later_test_sets_are_named_splits(downloaded, release):
     assert summary["splits"][split]["examples"] == lines
     assert len(problem.shard_files(data_dir, split)) == 1
     stem = multi30k.RELEASE_STEMS[split]
-    with gzip.open(release[0] / f"{stem}.de.gz", "rt") as f:
+    with gzip.open(release[0] / multi30k.raw_file(stem, "de"), "rt") as f:
       # The kept text has one sample a line, its whitespace made spaces.
       targets = [" ".join(line.split()) for line in f]
     assert [t for _, t in problem.text_pairs(data_dir, split)] == targets
@@ -102,8 +102,9 @@ def test_downloaded_files_are_kept_and_not_fetched_again(downloaded, release,
                                                          tmp_path):
   _, tmp_dir, _, _ = downloaded
   folder, expected = release
-  assert sorted(p.name for p in (tmp_dir / "multi30k").iterdir()) == sorted(
-      p.name for p in folder.iterdir())
+  def files(root):
+    return sorted(p.relative_to(root) for p in root.rglob("*"))
+  assert files(tmp_dir / "multi30k") == files(folder)
   with serving(folder) as (url, requests):
     problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
     assert problem.available_splits(str(tmp_dir)) == problem.splits
@@ -125,50 +126,61 @@ def test_raw_data_dir_writes_translate_ende_wmt_records(multi30k_raw,
   assert summary["splits"] == reference["splits"]
 
 
-def _failing_download(release, tmp_path, broken, cut_short=()):
-  """The DataError of a download from the release whose file `broken` is
-  altered (or cut short, or missing); asserts nothing of it is left."""
-  folder, expected = release
+def _served_copy(folder, to, change=None):
+  """A copy of the served release in `to`, with change(name, bytes) ->
+  bytes or None (left out) applied to each file."""
+  for path in folder.rglob("*"):
+    if path.is_file():
+      name = path.relative_to(folder).as_posix()
+      data = path.read_bytes()
+      data = change(name, data) if change else data
+      if data is not None:
+        (to / name).parent.mkdir(parents=True, exist_ok=True)
+        (to / name).write_bytes(data)
+  return to
+
+
+def _failing_download(folder, expected, tmp_dir, broken, cut_short=()):
+  """The one-line DataError of a download from `folder` that fails on the
+  file `broken` (a path under the base URL); asserts that nothing of it
+  is left in tmp_dir."""
   with serving(folder, cut_short) as (url, _):
     problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
     with pytest.raises(DataError) as error:
-      problem.available_splits(str(tmp_path))
+      problem.available_splits(str(tmp_dir))
   message = str(error.value)
   assert "\n" not in message and f"{url}/{broken}" in message, message
-  assert not [p for p in (tmp_path / "multi30k").iterdir()
-              if p.name.startswith(broken)]
+  left = [p.name for p in (tmp_dir / "multi30k").rglob("*")]
+  assert not [name for name in left if name.startswith(
+      broken.rsplit("/", 1)[-1])], left
   return message
 
 
 def test_altered_file_is_refused(release, tmp_path):
   folder, expected = release
-  broken = "val.de.gz"
-  changed = tmp_path / "served"
-  changed.mkdir()
-  for path in folder.iterdir():
-    data = path.read_bytes()
-    if path.name == broken:  # one word of one line changed
-      data = gzip.compress(gzip.decompress(data).replace(b"Ein", b"Eine", 1))
-    (changed / path.name).write_bytes(data)
-  message = _failing_download((changed, expected), tmp_path / "tmp", broken)
-  assert "SHA-256" in message and expected[("val", "de")].sha256 in message
+  broken = multi30k.raw_file("val", "de")
+
+  def change(name, data):  # one word of one line
+    return gzip.compress(gzip.decompress(data).replace(b"Ein", b"Eine", 1)) \
+        if name == broken else data
+  served = _served_copy(folder, tmp_path / "served", change)
+  message = _failing_download(served, expected, tmp_path / "tmp", broken)
+  assert "SHA-256" in message and expected[broken].sha256 in message
 
 
 def test_cut_short_download_is_an_error(release, tmp_path):
-  message = _failing_download(release, tmp_path, "train.de.gz",
+  folder, expected = release
+  message = _failing_download(folder, expected, tmp_path, "raw/train.de.gz",
                               cut_short=["train.de.gz"])
   assert "bytes" in message or "IncompleteRead" in message, message
 
 
 def test_missing_file_is_an_error(release, tmp_path):
   folder, expected = release
-  served = tmp_path / "served"
-  served.mkdir()
-  for path in folder.iterdir():
-    if path.name != "test_2018_flickr.en.gz":
-      (served / path.name).write_bytes(path.read_bytes())
-  message = _failing_download((served, expected), tmp_path / "tmp",
-                              "test_2018_flickr.en.gz")
+  broken = multi30k.tokenized_file("test_2016_flickr", "de")
+  served = _served_copy(folder, tmp_path / "served",
+                        lambda name, data: None if name == broken else data)
+  message = _failing_download(served, expected, tmp_path / "tmp", broken)
   assert "HTTP 404" in message
 
 
