@@ -13,6 +13,8 @@ import shutil
 import urllib.error
 import urllib.request
 
+from absl import logging
+
 from t2tlite.data.samples import DataError
 
 _CHUNK = 1 << 20
@@ -82,6 +84,7 @@ def fetch(url, path, expected, timeout=60):
     return path
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   partial = f"{path}.part"
+  logging.info("Downloading %s", url)
   try:
     _download(url, partial, timeout)
     problem = mismatch(partial, expected, gzipped=path.endswith(".gz"))

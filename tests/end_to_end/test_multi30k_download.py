@@ -4,7 +4,7 @@ checksums and writes the records of the recipe's command,
 `t2t-datagen --problem=translate_ende_wmt --raw_data_dir=... --vocab_size=8000`,
 over the same files: the README's Multi30k figures hold for the problem.
 
-Needs ../shared/data/multi30k (see ../shared/data/README.md); skips without.
+Needs ../shared/data/multi30k; skips without, saying how to get it.
 """
 from corpora import shared_corpus
 from file_server import serving

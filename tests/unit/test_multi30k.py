@@ -3,8 +3,8 @@
 read from --raw_data_dir, writes translate_ende_wmt's records; failed and
 short downloads are one-line errors naming the URL and leave no file.
 
-The files come from ../shared/data (see ../shared/data/README.md); without
-them these tests skip. The full release, checked against the pinned
+The files come from ../shared/data/multi30k; without them these tests skip,
+saying how to get them. The full release, checked against the pinned
 checksums through t2t-datagen, is in tests/end_to_end/test_multi30k_download.py.
 """
 import gzip
