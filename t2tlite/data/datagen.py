@@ -6,8 +6,9 @@ Everything lands in data_dir under the problem's data name P:
     vocab.P.targets.model         the targets' own model, when the problem
                                   declares a target_vocab_type
     P-<split>-NNNNN-of-NNNNN      TFRecord shards (+ .json statistics each)
-    P-<dev|test>.inputs.txt       the text of the dev/test samples kept in the
-    P-<dev|test>.targets.txt      records, for decoding and BLEU/F1 later
+    P-<split>.inputs.txt          the text of the samples of every split but
+    P-<split>.targets.txt         train, as in the records, for decoding and
+                                  BLEU/F1 later
     P.datagen.json                the summary of the last complete run
 
 Re-running keeps what is complete: the vocabulary, complete shards and text
@@ -143,7 +144,8 @@ def format_summary(summary):
               _vocab_line("target vocabulary", vocab["targets"])]
   else:
     lines.append(_vocab_line("vocabulary", vocab))
-  lines.append(f"  {'split':6} {'examples':>10} {'input tok':>12} "
+  width = max([6] + [len(split) for split in summary["splits"]])
+  lines.append(f"  {'split':{width}} {'examples':>10} {'input tok':>12} "
                f"{'target tok':>12} {'shards':>12}  skipped")
   for split, stats in summary["splits"].items():
     skipped = ", ".join(
@@ -152,7 +154,7 @@ def format_summary(summary):
         for reason, count in stats["skipped"].items()) or "none"
     shards = str(stats["shards"]) + (
         f" ({stats['reused_shards']} kept)" if stats["reused_shards"] else "")
-    lines.append(f"  {split:6} {stats['examples']:>10,} "
+    lines.append(f"  {split:{width}} {stats['examples']:>10,} "
                  f"{stats['input_tokens']:>12,} {stats['target_tokens']:>12,} "
                  f"{shards:>12}  {skipped}")
   return "\n".join(lines)

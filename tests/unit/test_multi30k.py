@@ -98,6 +98,17 @@ def test_later_test_sets_are_named_splits(downloaded, release):
     assert [t for _, t in problem.text_pairs(data_dir, split)] == targets
 
 
+def test_summary_columns_hold_the_long_split_names(downloaded):
+  from t2tlite.data import datagen
+  _, _, summary, _ = downloaded
+  table = datagen.format_summary(summary).splitlines()[2:]
+  end = table[0].index("examples") + len("examples")
+  for row, (split, stats) in zip(table[1:], summary["splits"].items()):
+    examples = f"{stats['examples']:,}"
+    assert row.split()[0] == split and row[end - len(examples):end] == (
+        examples), table
+
+
 def test_downloaded_files_are_kept_and_not_fetched_again(downloaded, release,
                                                          tmp_path):
   _, tmp_dir, _, _ = downloaded
