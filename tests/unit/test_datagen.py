@@ -285,3 +285,16 @@ def test_separate_target_vocabulary_encodes_each_side_with_its_own(tmp_path):
   again = problem.generate_data(data_dir)
   assert again["vocab"]["reused"] and not again["vocab"]["targets"]["reused"]
   assert all(s["reused_shards"] == 0 for s in again["splits"].values())
+
+
+def test_new_vocabulary_removes_the_records_of_extra_test_splits(tmp_path):
+  names = ["p-test2017_flickr-00000-of-00001",
+           "p-test2017_flickr-00000-of-00001.json",
+           "p-test2017_flickr.inputs.txt", "p-train-00000-of-00002",
+           "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]
+  for name in names:
+    (tmp_path / name).write_text("x")
+  datagen._remove_records(str(tmp_path), "p",
+                          ("train", "dev", "test", "test2017_flickr"))
+  assert sorted(p.name for p in tmp_path.iterdir()) == [
+      "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]
