@@ -13,7 +13,10 @@
 # OUTPUT_DIR/best (BLEU on the first 500 val lines; bracket F1 on the first
 # 100 dev trees).
 #
-# Reads ../shared/data (beside the repository); writes data, checkpoints,
+# Multi30k: the registered problems (translate_ende_multi30k,
+# translate_enfr_multi30k) read ../shared/data/multi30k/raw when it is there
+# beside the repository, and download the release otherwise (WSJ needs
+# ../shared/data/wsj_sample). Writes data, checkpoints,
 # outputs and the scores into WORK_DIR; prints the scores at the end, after
 # the machine's fingerprint (the speeds depend on it). Training and decoding
 # use --mixed_precision=auto: bfloat16 where the machine computes it
@@ -22,7 +25,7 @@ set -euo pipefail
 shopt -s inherit_errexit  # a failing command inside $(...) stops the script too
 task=${1:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
 work=${2:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
-shared=$(cd "$(dirname "$0")/../../shared/data" && pwd)
+shared=$(cd "$(dirname "$0")/../../shared/data" 2>/dev/null && pwd) || shared=""
 mkdir -p "$work"
 
 # The machine line (CPU, flags, GPUs, TF, matmul peaks: bench/fingerprint.py)
@@ -34,13 +37,18 @@ fingerprint() { python "$(dirname "$0")/fingerprint.py"; python -m t2tlite.preci
 # not gain dev BLEU, and the hour's longer schedule cooled down later), the
 # dev (val) BLEU behind the decoding choices, then test2016 once.
 translation() {
-  local lang=$1 problem data run
-  problem=$([ "$lang" = de ] && echo translate_ende_wmt || echo translate_enfr_wmt)
+  local lang=$1 problem data run corpus raw_flag=()
+  problem=translate_en${lang}_multi30k
   data=$work/m30k_${lang}_data run=$work/m30k_${lang}_run
-  t2t-datagen --problem="$problem" --data_dir="$data" \
-      --raw_data_dir="$shared/multi30k/raw" --vocab_size=8000
+  # The release's layout (raw/, tok/): the shared copy, or the download.
+  if [ -n "$shared" ] && [ -d "$shared/multi30k" ]; then
+    corpus=$shared/multi30k raw_flag=(--raw_data_dir="$corpus/raw")
+  else
+    corpus=$data/tmp/multi30k
+  fi
   /usr/bin/time -v t2t-trainer --problem="$problem" \
-      --hparams_set=transformer_multi30k --data_dir="$data" \
+      --hparams_set=transformer_multi30k --data_dir="$data" "${raw_flag[@]}" \
+      --generate_data \
       --output_dir="$run" --mixed_precision=auto --train_minutes=60 \
       --train_steps=5000 \
       --schedule=train_and_evaluate --local_eval_frequency=1000 \
@@ -48,8 +56,8 @@ translation() {
       --save_checkpoints_secs=240 --keep_checkpoint_max=20 --random_seed=1 \
       2> "$work/m30k_${lang}_train.log"
   for f in val test_2016_flickr; do
-    zcat "$shared/multi30k/raw/$f.en.gz" > "$work/$f.en"
-    zcat "$shared/multi30k/raw/$f.$lang.gz" > "$work/$f.$lang"
+    zcat "$corpus/raw/$f.en.gz" > "$work/$f.en"
+    zcat "$corpus/raw/$f.$lang.gz" > "$work/$f.$lang"
   done
   # Dev (val) chooses, by lowercased tokenized BLEU: training's best
   # checkpoint (OUTPUT_DIR/best) or the average of the last 5 or 10 at alpha
@@ -61,7 +69,7 @@ translation() {
         --decode_from_file="$work/$1.en" \
         --decode_to_file="$work/$1.$4.out.$lang" >&2
     t2t-bleu --translation="$work/$1.$4.out.$lang" --reference="$work/$1.$lang" \
-        --tokenized_reference="$shared/multi30k/tok/$1.lc.norm.tok.$lang" \
+        --tokenized_reference="$corpus/tok/$1.lc.norm.tok.$lang" \
         --language="$lang" > "$work/$1.$4.bleu.$lang.txt"
     echo "$1 $4 alpha $3" >&2; cat "$work/$1.$4.bleu.$lang.txt" >&2
     sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' \

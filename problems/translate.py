@@ -56,11 +56,16 @@ class TranslateProblem(Text2TextProblem):
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
     if raw_data_dir is not None:
       files = text_files.find_split_files(raw_data_dir, self.langs)
-      for pair in text_files.read_parallel_lines(*files[split]):
-        yield pair if isinstance(pair, Skipped) else {
-            "inputs": pair[0], "targets": pair[1]}
+      yield from self.read_pairs(*files[split])
       return
     yield from self._tfds_samples(split, tmp_dir)
+
+  @staticmethod
+  def read_pairs(source_path, target_path):
+    """Samples (or `Skipped`) of two aligned text files, line by line."""
+    for pair in text_files.read_parallel_lines(source_path, target_path):
+      yield pair if isinstance(pair, Skipped) else {
+          "inputs": pair[0], "targets": pair[1]}
 
   def _tfds_samples(self, split, tmp_dir):
     try:

@@ -98,10 +98,14 @@ class Problem:
     name: the name it was obtained by ("translate_ende_wmt_rev").
     data_name: the registered name, used for its files in data_dir.
     reverse: whether inputs and targets are swapped when reading.
-    num_shards: {split: number of TFRecord shards}.
+    num_shards: {split: number of TFRecord shards} (a split not named has
+      one).
+    extra_test_splits: names of test sets beyond SPLITS that the problem
+      also writes (records and text), e.g. a corpus's later test years.
   """
   name = None  # set by register_problem on the class
   num_shards = {"train": 10, "dev": 1, "test": 1}
+  extra_test_splits = ()
   # Decode hparams ("beam_size=4,alpha=0.6") that t2t-decoder, t2t-attention
   # and t2t-exporter start from; --decode_hparams overrides them.
   decode_defaults = ""
@@ -171,10 +175,15 @@ class Problem:
       self._vocabs[path] = (key, Vocabulary.from_file(path))
     return self._vocabs[path][1]
 
+  @property
+  def splits(self):
+    """Every split name of the problem: SPLITS, then extra_test_splits."""
+    return SPLITS + tuple(self.extra_test_splits)
+
   def _check_split(self, split):
-    if split not in SPLITS:
+    if split not in self.splits:
       raise DataError(f"Unknown split '{split}': expected one of "
-                      f"{', '.join(SPLITS)}.")
+                      f"{', '.join(self.splits)}.")
 
   def shard_files(self, data_dir, split):
     """The complete TFRecord shards of a split (DataError if none/partial)."""

@@ -28,7 +28,8 @@ from corpora import multi30k_raw_folder
 # (files with the most tests first, which put these single-test files last).
 LONG_FILES = ("test_parsing_real_data.py", "test_quickstart.py",
               "test_faults.py", "test_real_data.py", "test_web.py",
-              "test_training_quality.py", "test_multiworker.py")
+              "test_training_quality.py", "test_multiworker.py",
+              "test_multi30k_download.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -21,7 +21,8 @@ flags.DEFINE_string("tmp_dir", None, "Scratch and download folder "
 flags.DEFINE_string("raw_data_dir", None, "Local raw corpus, for problems that "
                     "read one (translation: <split>.<lang>[.gz] files; "
                     "parsing_wsj: .mrg files). Translation without it "
-                    "downloads through tensorflow-datasets.")
+                    "downloads its corpus (WMT through tensorflow-datasets, "
+                    "Multi30k from its release).")
 flags.DEFINE_string("t2t_usr_dir", None, "Plugin folder: its __init__.py "
                     "imports the modules that register problems, hparams "
                     "sets and models.")

@@ -29,6 +29,7 @@ from t2tlite.train import budget
 from t2tlite.train import peer_watch
 
 # TensorFlow loads when these are first used, after the flags are parsed.
+datagen = lazy.module("t2tlite.data.datagen")
 dev_metric_lib = lazy.module("t2tlite.train.dev_metric")
 preemption = lazy.module("t2tlite.train.preemption")
 problem_lib = lazy.module("t2tlite.problem")
@@ -48,8 +49,9 @@ flags.DEFINE_string("hparams", "", "Overrides of the hparams set, "
                     "\"name=value,name=value\" (e.g. \"dropout=0.2,"
                     "gradient_accumulation_steps=8\").")
 flags.DEFINE_bool("generate_data", False, "Run datagen for --problem into "
-                  "--data_dir first (complete files are kept, so this is "
-                  "cheap when the data exists).")
+                  "--data_dir first and print its summary, as t2t-datagen "
+                  "does (complete files are kept, so this is cheap when the "
+                  "data exists).")
 flags.DEFINE_integer("train_steps", None, "Optimizer updates to train to "
                      "(default: the hparams' train_steps). A restart with a "
                      "larger value trains further. With --train_minutes: the "
@@ -312,9 +314,10 @@ def _train(output_dir):
     import keras
     keras.utils.set_random_seed(FLAGS.random_seed)
   if FLAGS.generate_data:
-    if chief:
-      problem.generate_data(data_dir, FLAGS.tmp_dir,
-                            raw_data_dir=FLAGS.raw_data_dir)
+    if chief:  # t2t-datagen's summary: what the run will train on
+      print(datagen.format_summary(problem.generate_data(
+          data_dir, FLAGS.tmp_dir, raw_data_dir=FLAGS.raw_data_dir)),
+            flush=True)
     else:
       logging.info("Waiting for the chief to generate the data in %s...",
                    data_dir)

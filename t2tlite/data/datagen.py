@@ -6,8 +6,9 @@ Everything lands in data_dir under the problem's data name P:
     vocab.P.targets.model         the targets' own model, when the problem
                                   declares a target_vocab_type
     P-<split>-NNNNN-of-NNNNN      TFRecord shards (+ .json statistics each)
-    P-<dev|test>.inputs.txt       the text of the dev/test samples kept in the
-    P-<dev|test>.targets.txt      records, for decoding and BLEU/F1 later
+    P-<split>.inputs.txt          the text of the samples of every split but
+    P-<split>.targets.txt         train, as in the records, for decoding and
+                                  BLEU/F1 later
     P.datagen.json                the summary of the last complete run
 
 Re-running keeps what is complete: the vocabulary, complete shards and text
@@ -66,7 +67,7 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
       for side in ("inputs", "targets"))
   for split in splits:
     paths = records.shard_paths(data_dir, problem.data_name, split,
-                                problem.num_shards[split])
+                                problem.num_shards.get(split, 1))
     text_paths = (None if split == "train" else
                   problem.stored_text_files(data_dir, split))
     summary["splits"][split] = records.write_split(
@@ -105,7 +106,7 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
           "is not applied. Delete it to train a new one (its records are "
           "then regenerated).", path, size, vocab_size)
     return dict(info, size=size, reused=True)
-  _remove_records(data_dir, problem.data_name)
+  _remove_records(data_dir, problem.data_name, problem.splits)
   text_side = None if problem.shares_vocabulary else side
   size = vocab_lib.train_sentencepiece(
       lambda: problem.vocab_texts(tmp_dir, raw_data_dir, side=text_side),
@@ -115,9 +116,10 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
   return dict(info, size=size, reused=False)
 
 
-def _remove_records(data_dir, data_name):
+def _remove_records(data_dir, data_name, splits):
+  names = "|".join(re.escape(split) for split in splits)
   stale = re.compile(
-      rf"^{re.escape(data_name)}-(train|dev|test)(-\d{{5}}-of-\d{{5}}"
+      rf"^{re.escape(data_name)}-({names})(-\d{{5}}-of-\d{{5}}"
       rf"(\.json)?|\.(inputs|targets)\.txt)$")
   for name in os.listdir(data_dir):
     if stale.match(name):
@@ -142,7 +144,8 @@ def format_summary(summary):
               _vocab_line("target vocabulary", vocab["targets"])]
   else:
     lines.append(_vocab_line("vocabulary", vocab))
-  lines.append(f"  {'split':6} {'examples':>10} {'input tok':>12} "
+  width = max([6] + [len(split) for split in summary["splits"]])
+  lines.append(f"  {'split':{width}} {'examples':>10} {'input tok':>12} "
                f"{'target tok':>12} {'shards':>12}  skipped")
   for split, stats in summary["splits"].items():
     skipped = ", ".join(
@@ -151,7 +154,7 @@ def format_summary(summary):
         for reason, count in stats["skipped"].items()) or "none"
     shards = str(stats["shards"]) + (
         f" ({stats['reused_shards']} kept)" if stats["reused_shards"] else "")
-    lines.append(f"  {split:6} {stats['examples']:>10,} "
+    lines.append(f"  {split:{width}} {stats['examples']:>10,} "
                  f"{stats['input_tokens']:>12,} {stats['target_tokens']:>12,} "
                  f"{shards:>12}  {skipped}")
   return "\n".join(lines)

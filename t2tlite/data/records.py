@@ -62,12 +62,16 @@ def find_shards(data_dir, data_name, split):
 
 
 def make_example(inputs, targets):
-  """Serialized `tf.train.Example` of two id lists (already ending with EOS)."""
+  """Serialized `tf.train.Example` of two id lists (already ending with EOS).
+
+  Deterministic: the features map is written in key order, not in the
+  order of the process's hash seed, so every run writes the same bytes.
+  """
   feature = {
       name: tf.train.Feature(int64_list=tf.train.Int64List(value=ids))
       for name, ids in (("inputs", inputs), ("targets", targets))}
-  return tf.train.Example(
-      features=tf.train.Features(feature=feature)).SerializeToString()
+  return tf.train.Example(features=tf.train.Features(
+      feature=feature)).SerializeToString(deterministic=True)
 
 
 _FEATURES = {"inputs": tf.io.RaggedFeature(tf.int64),

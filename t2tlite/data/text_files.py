@@ -34,24 +34,33 @@ def layout_help(raw_data_dir, langs):
           f"unambiguous), test.{a} and test.{b}.")
 
 
-def find_split_files(raw_data_dir, langs):
+def find_split_files(raw_data_dir, langs, aliases=None, layout=None):
   """Finds `{split: (path_lang0, path_lang1)}` in a raw folder.
 
   A split is present when both of its files are; train is required. Exact names
   (`train.en`, `train.en.gz`) win over suffixed ones (`test_2016_flickr.en.gz`).
 
+  Args:
+    raw_data_dir: the folder.
+    langs: (source, target) language codes.
+    aliases: {split: file-name stems accepted for it}; default SPLIT_ALIASES.
+    layout: what the folder must hold, for error messages; default
+      `layout_help`. (A caller that downloads otherwise than through
+      tensorflow-datasets checks that the folder exists first.)
+
   Raises:
     DataError: the folder or the train files are missing, a split has only one
       side, or a name matches several files.
   """
+  layout = layout or layout_help(raw_data_dir, langs)
   if not os.path.isdir(raw_data_dir):
     raise DataError(
-        f"raw_data_dir={raw_data_dir} does not exist. "
-        f"{layout_help(raw_data_dir, langs)} Or leave raw_data_dir out to "
-        f"download the corpus through tensorflow-datasets (needs internet).")
+        f"raw_data_dir={raw_data_dir} does not exist. {layout} Or leave "
+        f"raw_data_dir out to download the corpus through "
+        f"tensorflow-datasets (needs internet).")
   names = sorted(os.listdir(raw_data_dir))
   found = {}
-  for split, stems in SPLIT_ALIASES.items():
+  for split, stems in (aliases or SPLIT_ALIASES).items():
     paths = [_find_one(raw_data_dir, names, stems, lang) for lang in langs]
     if all(paths):
       found[split] = tuple(paths)
@@ -59,11 +68,10 @@ def find_split_files(raw_data_dir, langs):
       have = next(p for p in paths if p)
       missing = langs[paths.index(None)]
       raise DataError(f"{have} has no parallel {missing} file in "
-                      f"{raw_data_dir} (expected {split}.{missing}[.gz]).")
+                      f"{raw_data_dir} (expected {stems[0]}.{missing}[.gz]).")
   if "train" not in found:
     raise DataError(f"No training files in raw_data_dir={raw_data_dir} "
-                    f"(found: {', '.join(names) or 'nothing'}). "
-                    f"{layout_help(raw_data_dir, langs)}")
+                    f"(found: {', '.join(names) or 'nothing'}). {layout}")
   return found
 
 

@@ -276,6 +276,19 @@ def test_training_says_what_it_does_and_stays_quiet(plugin_run):
 
 
 @pytest.mark.timeout(420)
+def test_generate_data_prints_the_datagen_summary(plugin_run):
+  _, run = plugin_run
+  summary = json.loads((plugin_run[0].parent / "data" /
+                        "plugin_sort_digits.datagen.json").read_text())
+  lines = run.stdout.splitlines()
+  assert lines[0] == f"plugin_sort_digits -> {summary['data_dir']}", lines
+  assert "  vocabulary (trained): " in run.stdout
+  for split, stats in summary["splits"].items():
+    assert any(line.split()[:2] == [split, f"{stats['examples']:,}"]
+               for line in lines), (split, run.stdout)
+
+
+@pytest.mark.timeout(420)
 def test_plugin_model_is_rebuilt_from_the_run_folder(plugin_run):
   from t2tlite import registry, run_dir
   output_dir, _ = plugin_run

@@ -12,11 +12,25 @@ SHARED_DATA = (pathlib.Path(__file__).resolve().parents[2].parent / "shared" /
 MULTI30K_TRAIN_LINES = 3000  # first lines of Multi30k train used by the tests
 
 
+# How to get each corpus, for the skip reasons.
+HOW_TO_GET = {
+    "multi30k": "put Multi30k task 1 there as its release lays it out (raw/, "
+                "tok/): the DATA_DIR/tmp/multi30k folder that `t2t-datagen "
+                "--problem=translate_ende_multi30k --data_dir=DATA_DIR` "
+                "downloads (and translate_enfr_multi30k for French)",
+    "wsj_sample": "put the Penn Treebank sample of NLTK's nltk_data "
+                  "(corpora/treebank: wsj_0001.mrg ... wsj_0179.mrg) there",
+}
+
+
 def shared_corpus(name):
-  """Path of ../shared/data/<name>; skips the test when it is absent."""
+  """Path of ../shared/data/<name>; skips the test when it is absent,
+  saying how to get it."""
   path = SHARED_DATA / name
   if not path.is_dir():
-    pytest.skip(f"real corpus {path} is absent (see ../shared/data/README.md)")
+    top = name.split("/")[0]
+    pytest.skip(f"real corpus {path} is absent: "
+                f"{HOW_TO_GET.get(top, 'see ../shared/data/README.md')}")
   return path
 
 

@@ -285,3 +285,26 @@ def test_separate_target_vocabulary_encodes_each_side_with_its_own(tmp_path):
   again = problem.generate_data(data_dir)
   assert again["vocab"]["reused"] and not again["vocab"]["targets"]["reused"]
   assert all(s["reused_shards"] == 0 for s in again["splits"].values())
+
+
+def test_new_vocabulary_removes_the_records_of_extra_test_splits(tmp_path):
+  names = ["p-test2017_flickr-00000-of-00001",
+           "p-test2017_flickr-00000-of-00001.json",
+           "p-test2017_flickr.inputs.txt", "p-train-00000-of-00002",
+           "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]
+  for name in names:
+    (tmp_path / name).write_text("x")
+  datagen._remove_records(str(tmp_path), "p",
+                          ("train", "dev", "test", "test2017_flickr"))
+  assert sorted(p.name for p in tmp_path.iterdir()) == [
+      "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]
+
+
+def test_records_write_their_features_in_key_order():
+  # protobuf writes a map (the Example's features) in an order drawn at
+  # random per process, so two runs over one corpus wrote different shards
+  # (in about half of the runs "targets" came first); make_example sorts.
+  for ids in ([5, 6, 1], [7, 1], [1]):
+    serialized = records.make_example(ids, ids[::-1])
+    assert serialized.index(b"inputs") < serialized.index(b"targets")
+    assert records.parse_example(serialized)["inputs"].numpy().tolist() == ids
