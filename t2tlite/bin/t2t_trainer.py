@@ -85,8 +85,8 @@ flags.DEFINE_integer("worker_timeout_secs",
                      "no health probe for this long (frozen, cut off) is "
                      "lost, and the others exit with code 69 (within this + "
                      "6 s). A peer whose address refuses connections (it "
-                     "died) is lost after 3 s (exit 69 within about 5 s). A "
-                     "collective waits twice this + 6 s for a peer that "
+                     "died) is lost once it has refused for 3 s (exit 69 "
+                     "within 7 s). A collective waits twice this + 6 s for a peer that "
                      "answers but does not join.", lower_bound=1)
 flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
                   "pass with XLA (jit_compile).")
