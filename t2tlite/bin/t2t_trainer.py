@@ -84,10 +84,12 @@ flags.DEFINE_integer("worker_gpu", 0, "Devices to train on: 0 = every "
 flags.DEFINE_integer("worker_timeout_secs",
                      peer_watch.DEFAULT_WORKER_TIMEOUT_SECS,
                      "With several workers (TF_CONFIG): a peer that answers "
-                     "no health probe for this long is lost, and the others "
-                     "exit with code 69 (within this + 6 s). A collective "
-                     "waits twice this + 6 s for a peer that answers but "
-                     "does not join.", lower_bound=1)
+                     "no health probe for this long (frozen, cut off) is "
+                     "lost, and the others exit with code 69 (within this + "
+                     "6 s). A peer whose address refuses connections (it "
+                     "died) is lost once it has refused for 3 s (exit 69 "
+                     "within 7 s). A collective waits twice this + 6 s for a peer that "
+                     "answers but does not join.", lower_bound=1)
 flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
                   "pass with XLA (jit_compile).")
 precision_flags.define_compute_flag("training")
@@ -386,9 +388,9 @@ def _train(output_dir):
       raise console.CommandError(
           f"--schedule=evaluate: no checkpoint in {output_dir}.")
     with preemption.reporting_lost_workers(strategy, output_dir,
-                                           _exit_worker_lost):
+                                           _exit_worker_lost) as peer_left:
       metrics = trainer.evaluate()
-      strategy_lib.leave_together(strategy)
+      strategy_lib.leave_together(strategy, peer_left)
   else:
     metrics = trainer.train()
   if metrics and chief:

@@ -6,11 +6,12 @@ worker at the end of the step (`strategy.any_workers`), all of them save one
 checkpoint at that step, and `Preempted` ends the run. A second Ctrl-C exits
 at once.
 
-Lost worker: a peer that answers no probe for the worker timeout (found by a
-thread, `peer_watch.PeerWatch`, while the loop may wait on a collective), or a
-collective that fails (a peer's connection reset), becomes `WorkerLostError`,
-naming the peers that no longer answer and the newest checkpoint to resume
-from.
+Lost worker: a peer whose address refuses connections for a few seconds (it
+died) or that answers no probe for the worker timeout (frozen, cut off),
+found by a thread (`peer_watch.PeerWatch`) while the loop may wait on a
+collective, or a collective that fails (a peer's connection reset), becomes
+`WorkerLostError`, naming the peers that no longer answer, how, and the
+newest checkpoint to resume from.
 
 Exit codes (the command-line trainer's; restart loops key on them):
   PREEMPTED_EXIT_CODE     75 (EX_TEMPFAIL)  checkpoint saved at the step reached
@@ -40,7 +41,7 @@ PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.CancelledError, tf.errors.AbortedError)
 _REASONS = {
     tf.errors.UnavailableError: "a peer's connection was lost",
-    tf.errors.DeadlineExceededError: "no answer within the worker timeout",
+    tf.errors.DeadlineExceededError: "no answer within the collective timeout",
 }
 
 
@@ -144,6 +145,7 @@ def reporting_lost_workers(strategy, output_dir, on_lost=None):
   """Reports a lost peer worker while the block runs (several workers only).
 
   A `PeerWatch` thread probes the peers. The first loss found, by it (a peer
+  whose address refuses connections for peer_watch.REFUSED_GRACE_SECS, or
   silent for the worker timeout) or by this thread (a failed collective), is
   passed to `on_lost` as a WorkerLostError, from the thread that found it.
   `on_lost` may end the process (the command-line trainer exits 69: nothing
@@ -152,43 +154,63 @@ def reporting_lost_workers(strategy, output_dir, on_lost=None):
   raises that WorkerLostError here; one waiting on the lost peer fails at the
   collective timeout (`strategy.collective_timeout_secs`).
 
+  Every peer counts as seen (its refusals are a death, not a start not yet
+  made): the strategy's start is a rendezvous of every task, each of which
+  listens at its address before it joins.
+
   Args:
     strategy: the training strategy.
     output_dir: where the chief writes checkpoints (named in the message).
     on_lost: callable taking the WorkerLostError; None logs it.
+  Yields:
+    `peer_left(name)`, for `strategy.leave_together`: a peer leaving on
+    purpose, no longer watched.
   Raises:
     WorkerLostError: a collective failed because of a lost peer.
   """
   if not strategy_lib.is_multi_worker(strategy):
-    yield
+    yield lambda peer: None
     return
   report = _ReportOnce(on_lost or _log_lost)
   timeout_secs = strategy_lib.worker_timeout_secs(strategy)
+  addresses = strategy_lib.peer_addresses(strategy)
 
   def watch_found(lost):
-    report(lambda: worker_lost_error(
-        strategy, output_dir, lost,
-        f"no answer to a probe for {timeout_secs:g} s"))
+    report(lambda: worker_lost_error(strategy, output_dir, lost,
+                                     timeout_secs))
 
-  with peer_watch.PeerWatch(strategy_lib.peer_names(strategy), timeout_secs,
-                            watch_found, strategy_lib.probe_peers):
+  def probe(peers, probe_secs):
+    return strategy_lib.probe_peers(peers, probe_secs, addresses)
+
+  with peer_watch.PeerWatch(list(addresses), timeout_secs, watch_found, probe,
+                            answered_before=addresses) as watch:
     try:
-      yield
+      yield watch.peer_left
     except PEER_FAILURES as error:
       raise report(lambda: worker_lost_error(
-          strategy, output_dir, strategy_lib.unreachable_tasks(strategy),
-          "a collective failed: " +
+          strategy, output_dir, strategy_lib.unanswered_peers(strategy),
+          peer_watch.PROBE_SECS, "when a collective failed: " +
           _REASONS.get(type(error), type(error).__name__), error)) from None
 
 
-def worker_lost_error(strategy, output_dir, lost, reason, tf_error=None):
+def _lost_peer_sentence(peer, outcome, address, silent_secs):
+  if outcome == peer_watch.REFUSED:
+    return f"{peer} is gone: its address {address} refuses connections"
+  return f"{peer} ({address}) has not answered for {silent_secs:g} s"
+
+
+def worker_lost_error(strategy, output_dir, lost, silent_secs, found="",
+                      tf_error=None):
   """The WorkerLostError naming the `lost` peers and the checkpoint to resume.
 
   Args:
     strategy: the training strategy.
     output_dir: where the chief writes checkpoints.
-    lost: names of the peers that do not answer (may be empty).
-    reason: how the loss was found, e.g. "no answer to a probe for 10 s".
+    lost: {name: peer_watch.REFUSED or SILENT} of the peers that do not
+      answer (may be empty).
+    silent_secs: how long the SILENT ones have not answered.
+    found: how the loss was found when not by the watch, e.g. "when a
+      collective failed: a peer's connection was lost".
     tf_error: the failed collective's tf.errors.OpError, if one failed.
   """
   latest = tf.train.latest_checkpoint(output_dir)
@@ -199,10 +221,13 @@ def worker_lost_error(strategy, output_dir, lost, reason, tf_error=None):
   else:
     resume = (f"No checkpoint was written in {output_dir} yet; restarting "
               "every worker with the same command starts again from step 0.")
-  who = (" and ".join(lost) + (" is" if len(lost) == 1 else " are") +
-         " lost" if lost else
+  addresses = strategy_lib.peer_addresses(strategy)
+  who = ("; ".join(_lost_peer_sentence(peer, outcome, addresses[peer],
+                                       silent_secs)
+                   for peer, outcome in lost.items()) if lost else
          "A peer worker is too slow or was lost and has come back "
          "(every peer answers a probe now)")
   return WorkerLostError(
-      f"{who} ({reason}). {strategy_lib.task_name(strategy)} stopped "
-      f"training. {resume}", lost, tf_error)
+      f"{who}{f' ({found})' if found else ''}. "
+      f"{strategy_lib.task_name(strategy)} stopped training. {resume}",
+      list(lost), tf_error)

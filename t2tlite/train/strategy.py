@@ -12,13 +12,14 @@
 Logical devices can only be configured before TensorFlow initializes its
 runtime, so `make_strategy` must be called before any other TensorFlow work.
 
-Across workers, a peer that answers no probe for `worker_timeout_secs` is lost
-(`t2tlite.train.peer_watch`, probing with `probe_peers`). Every collective
-(gradient all-reduce, the per-step agreement of `any_workers`) waits longer,
-`collective_timeout_secs`: past the watch's bound, so that the watch reports a
-lost peer first, and a peer that answers but never joins still ends the wait.
+Across workers, a peer whose address refuses connections for a few seconds
+(it died), or that answers no probe for `worker_timeout_secs` (frozen, cut
+off), is lost (`t2tlite.train.peer_watch`, probing with `probe_peers`). Every
+collective (gradient all-reduce, the per-step agreement of `any_workers`)
+waits longer, `collective_timeout_secs`: past the watch's bounds, so that the
+watch reports a lost peer first, and a peer that answers but never joins
+still ends the wait.
 """
-import concurrent.futures
 import functools
 import itertools
 import json
@@ -268,7 +269,7 @@ def wait_for_all_workers(strategy):
   any_workers(strategy, True, timeout_secs=UNBOUNDED_SECS)
 
 
-def leave_together(strategy):
+def leave_together(strategy, peer_left=None):
   """Returns once this worker may exit without stranding a peer.
 
   TensorFlow's collectives pull: a worker fetches its share of the data from
@@ -280,8 +281,9 @@ def leave_together(strategy):
   wait for the announcement, acknowledge and return. The last message goes
   to the chief's own service, so nobody waits on a process that has left.
   Waits without a time limit: a lost peer is found by the peer watch
-  (`preemption.reporting_lost_workers`), which runs meanwhile. On a single
-  machine it returns at once.
+  (`preemption.reporting_lost_workers`), which runs meanwhile; the chief
+  passes `peer_left` each peer that acknowledged (and may now exit), so that
+  the watch no longer counts it. On a single machine it returns at once.
   """
   if not is_multi_worker(strategy):
     return
@@ -290,6 +292,8 @@ def leave_together(strategy):
     context.context().set_config_key_value(prefix + "chief", "done")
     for peer in peer_names(strategy):
       _wait_for_key(prefix + peer)
+      if peer_left is not None:
+        peer_left(peer)
   else:
     _wait_for_key(prefix + "chief")
     context.context().set_config_key_value(prefix + task_name(strategy),
@@ -306,37 +310,63 @@ def _wait_for_key(key):
       continue
 
 
+def peer_addresses(strategy):
+  """{"/job:worker/task:1": "host:port"} for the other training tasks."""
+  cluster = strategy.cluster_resolver.cluster_spec().as_dict()
+  addresses = {f"/job:{job}/task:{index}": address
+               for job in _TRAINING_JOBS
+               for index, address in enumerate(cluster.get(job, []))}
+  del addresses[task_name(strategy)]
+  return addresses
+
+
 def peer_names(strategy):
   """Names ("/job:worker/task:1") of the other training tasks."""
-  cluster = strategy.cluster_resolver.cluster_spec().as_dict()
-  peers = [f"/job:{job}/task:{index}" for job in _TRAINING_JOBS
-           for index in range(len(cluster.get(job, [])))]
-  peers.remove(task_name(strategy))
-  return peers
+  return list(peer_addresses(strategy))
 
 
-def _answers_probe(peer, timeout_secs):
+def _probe(peer, address, timeout_secs):
+  """ANSWERED, REFUSED or SILENT (peer_watch's outcomes). TensorFlow's probe
+  fails at once when the connection is refused, but also for other reasons
+  (a name that does not resolve yet, its channel backing off after a
+  failure): REFUSED only when a connection to the address is refused too.
+  That check adds at most peer_watch.REFUSAL_CHECK_SECS, and only after a
+  probe that did not time out."""
   job, task = peer[1:].split("/")
   try:
     context.context().check_collective_ops_peer_health(
         f"/{job}/replica:0/{task}", timeout_in_ms=int(1000 * timeout_secs))
-    return True
+    return peer_watch.ANSWERED
+  except tf.errors.DeadlineExceededError:
+    return peer_watch.SILENT
   except tf.errors.OpError:
-    return False
+    return (peer_watch.REFUSED if peer_watch.address_refuses(address)
+            else peer_watch.SILENT)
 
 
-def probe_peers(peers, timeout_secs):
-  """For each peer ("/job:worker/task:1"), True if it answers a health probe
-  within `timeout_secs`. Peers are probed in parallel: a killed one refuses
-  the connection at once, a frozen one (stopped, or cut off by the network)
-  lets its probe time out."""
-  with concurrent.futures.ThreadPoolExecutor(max(len(peers), 1)) as pool:
-    return list(pool.map(lambda peer: _answers_probe(peer, timeout_secs),
-                         peers))
+def probe_peers(peers, timeout_secs, addresses):
+  """For each peer ("/job:worker/task:1"), what a health probe of at most
+  `timeout_secs` found: peer_watch.ANSWERED, REFUSED (a killed peer: nothing
+  listens at its address) or SILENT (a frozen one, or one cut off by the
+  network).
+
+  One peer after the other: TensorFlow's probe holds Python's GIL while it
+  waits (threads would not overlap), so a silent peer's probe also pauses
+  this process's other Python threads for `timeout_secs`.
+
+  Args:
+    peers: names of peers.
+    timeout_secs: how long a probe waits.
+    addresses: {name: "host:port"} (`peer_addresses`).
+  """
+  return [_probe(peer, addresses[peer], timeout_secs) for peer in peers]
 
 
-def unreachable_tasks(strategy, timeout_secs=peer_watch.PROBE_SECS):
-  """Names of the peers that do not answer a probe in time."""
-  peers = peer_names(strategy)
-  return [peer for peer, ok in zip(peers, probe_peers(peers, timeout_secs))
-          if not ok]
+def unanswered_peers(strategy, timeout_secs=peer_watch.PROBE_SECS):
+  """{name: peer_watch.REFUSED or SILENT} for the peers that do not answer a
+  probe in time."""
+  addresses = peer_addresses(strategy)
+  peers = list(addresses)
+  return {peer: outcome for peer, outcome in
+          zip(peers, probe_peers(peers, timeout_secs, addresses))
+          if outcome != peer_watch.ANSWERED}

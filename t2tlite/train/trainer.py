@@ -566,16 +566,17 @@ class Trainer:
       preemption.WorkerLostError: a peer worker died or stopped answering.
     """
     with preemption.StopSignals() as stop, preemption.reporting_lost_workers(
-        self.strategy, self.config.output_dir, self.on_worker_lost):
+        self.strategy, self.config.output_dir,
+        self.on_worker_lost) as peer_left:
       try:
         metrics = self._train_until(stop)
       except preemption.Preempted:
         # Every worker stops at the same step (any_workers): they leave
         # together, as after the last step.
-        strategy_lib.leave_together(self.strategy)
+        strategy_lib.leave_together(self.strategy, peer_left)
         raise
       # After the chief's own last work (its summaries, metrics.jsonl).
-      strategy_lib.leave_together(self.strategy)
+      strategy_lib.leave_together(self.strategy, peer_left)
       return metrics
 
   def set_train_steps(self, train_steps, cooldown_steps):

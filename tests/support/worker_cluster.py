@@ -10,8 +10,10 @@ import train_helpers
 
 PREEMPTED, WORKER_LOST = 75, 69  # t2tlite.train.preemption's exit codes
 WORKER_TIMEOUT_SECS = 10
-# The longest a survivor may take to find a lost peer (the watch's bound).
+# The longest a survivor may take to find a silent (frozen) peer, and a peer
+# whose address refuses connections (killed): the watch's bounds.
 LOSS_BOUND_SECS = peer_watch.bound_secs(WORKER_TIMEOUT_SECS)
+REFUSED_BOUND_SECS = peer_watch.refused_bound_secs(WORKER_TIMEOUT_SECS)
 LONG = 10**6  # steps: the faults stop training long before
 
 
@@ -55,13 +57,16 @@ class Cluster:
   def __init__(self, tmp_path, started):
     self.tmp_path, self.started, self.runs = tmp_path, started, 0
 
-  def start(self, data_dir, output_dir, *extra):
-    """Starts both workers; returns ([proc0, proc1], [log0, log1])."""
+  def start(self, data_dir, output_dir, *extra, stagger_secs=0):
+    """Starts both workers, worker 1 `stagger_secs` after worker 0 (which
+    waits for it); returns ([proc0, proc1], [log0, log1])."""
     self.runs += 1
     cluster = {"worker": [f"127.0.0.1:{port}"
                           for port in train_helpers.free_ports(2)]}
     procs, logs = [], []
     for index in range(2):
+      if index:
+        time.sleep(stagger_secs)
       tf_config = json.dumps({"cluster": cluster,
                               "task": {"type": "worker", "index": index}})
       log = self.tmp_path / f"run{self.runs}_worker{index}.txt"

@@ -1,34 +1,57 @@
-"""PeerWatch's timing: who is declared lost, when, and only once.
+"""PeerWatch: who is declared lost, when, how (refused or silent), and only
+once; and the classification of a probe with real sockets on 127.0.0.1.
 
-The probe here is a plain function over a set of silent peers; the real
-probe (`strategy.probe_peers` against a killed or frozen worker) runs in
-tests/end_to_end/test_faults.py."""
+The watch's timing is tested with a plain function over sets of refusing and
+silent peers; the classification with real addresses: a closed port, a
+listening socket that never accepts, a stopped process, and TensorFlow's own
+probe (`strategy.probe_peers`) against a real TensorFlow server that answers,
+is stopped, then killed."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 
+import pytest
+
 from t2tlite.train import peer_watch
 from t2tlite.train import strategy as strategy_lib
+import train_helpers
 
 PEERS = ["/job:worker/task:1", "/job:worker/task:2"]
+TIMEOUT, GRACE = 1.0, 0.15
 
 
 class Probes:
-  """Answers for every peer not in `silent`; counts the probes."""
+  """Answers for every peer neither `silent` nor `refused`; counts probes."""
 
   def __init__(self):
-    self.silent, self.count = set(), 0
+    self.silent, self.refused, self.count = set(), set(), 0
 
   def __call__(self, peers, timeout_secs):
     self.count += len(peers)
     if self.silent & set(peers):
       time.sleep(min(timeout_secs, 0.05))  # a frozen peer's probe times out
-    return [peer not in self.silent for peer in peers]
+    return [peer_watch.SILENT if peer in self.silent else
+            peer_watch.REFUSED if peer in self.refused else
+            peer_watch.ANSWERED for peer in peers]
 
 
-def watch(probes, found, timeout_secs=0.5):
+def watch(probes, found, timeout_secs=TIMEOUT, **kwargs):
   return peer_watch.PeerWatch(
-      PEERS, timeout_secs, found.append, probes, probe_secs=0.05,
-      interval_secs=0.02)
+      PEERS, timeout_secs, found.append, probes, refused_grace_secs=GRACE,
+      probe_secs=0.05, interval_secs=0.02, **kwargs)
+
+
+def wait_found(found, limit=5):
+  """Seconds until `found` is not empty (at most `limit`)."""
+  since = time.monotonic()
+  while not found and time.monotonic() - since < limit:
+    time.sleep(0.005)
+  return time.monotonic() - since
 
 
 def test_a_silent_peer_is_lost_once_after_the_timeout():
@@ -37,14 +60,80 @@ def test_a_silent_peer_is_lost_once_after_the_timeout():
     time.sleep(0.3)
     assert found == [] and probes.count > 4  # every peer answers
     probes.silent.add(PEERS[1])
-    silent_since = time.monotonic()
-    while not found and time.monotonic() - silent_since < 5:
-      time.sleep(0.01)
-    elapsed = time.monotonic() - silent_since
+    elapsed = wait_found(found)
     time.sleep(0.2)
-  assert found == [[PEERS[1]]]  # once, naming only the silent peer
-  # The bound is 0.5 + 0.05 + 0.02 s; the rest is slack for a loaded machine.
-  assert 0.5 <= elapsed < 2.0, elapsed
+  assert found == [{PEERS[1]: peer_watch.SILENT}]  # once, only that peer
+  # The bound is 1.0 + 0.05 + 0.02 s; the rest is slack for a loaded machine.
+  assert TIMEOUT <= elapsed < 2.5, elapsed
+
+
+def test_a_peer_that_answered_then_refuses_is_lost_after_the_grace():
+  probes, found = Probes(), []
+  with watch(probes, found, timeout_secs=30):
+    time.sleep(0.2)
+    probes.refused.add(PEERS[0])
+    elapsed = wait_found(found)
+    time.sleep(0.1)
+  assert found == [{PEERS[0]: peer_watch.REFUSED}]
+  assert GRACE <= elapsed < 1.5, elapsed  # far below the 30 s timeout
+
+
+def test_a_peer_never_seen_refusing_is_not_yet_started_not_lost():
+  """At start-up a peer may not listen yet: its refusals count as silence
+  only, until it has answered once; after that, the grace applies."""
+  probes, found = Probes(), []
+  probes.refused.add(PEERS[1])
+  with watch(probes, found):
+    time.sleep(TIMEOUT / 2)  # refused for three times the grace
+    assert found == []
+    probes.refused.clear()  # it has started
+    answered = probes.count
+    while probes.count < answered + 2 * len(PEERS):  # two rounds
+      time.sleep(0.005)
+    probes.refused.add(PEERS[1])  # and died
+    elapsed = wait_found(found)
+  assert found == [{PEERS[1]: peer_watch.REFUSED}]
+  assert GRACE <= elapsed < TIMEOUT, elapsed
+  # Never seen at all, it is lost at the timeout, refusing.
+  probes, found = Probes(), []
+  probes.refused.add(PEERS[1])
+  with watch(probes, found):
+    elapsed = wait_found(found)
+  assert found == [{PEERS[1]: peer_watch.REFUSED}]
+  assert TIMEOUT <= elapsed < 2.5, elapsed
+
+
+def test_a_peer_answered_before_refusing_from_the_start_is_lost():
+  probes, found = Probes(), []
+  probes.refused.add(PEERS[1])
+  with watch(probes, found, answered_before=PEERS):
+    elapsed = wait_found(found)
+  assert found == [{PEERS[1]: peer_watch.REFUSED}]
+  assert GRACE <= elapsed < TIMEOUT, elapsed
+
+
+def test_an_answer_between_refusals_restarts_the_grace():
+  """A single refusal, or refusals broken by an answer, are not a loss."""
+  probes, found = Probes(), []
+  with watch(probes, found, timeout_secs=30, answered_before=PEERS):
+    for _ in range(6):
+      probes.refused.add(PEERS[0])
+      time.sleep(GRACE / 2)
+      probes.refused.clear()
+      time.sleep(0.05)
+  assert found == []
+
+
+def test_a_peer_that_left_is_not_counted():
+  probes, found = Probes(), []
+  with watch(probes, found, answered_before=PEERS) as watching:
+    watching.peer_left(PEERS[0])
+    probes.refused.add(PEERS[0])
+    time.sleep(TIMEOUT + 0.3)
+    assert found == []
+    probes.refused.add(PEERS[1])
+    wait_found(found)
+  assert found == [{PEERS[1]: peer_watch.REFUSED}]
 
 
 def test_peers_that_answer_are_never_lost_and_the_thread_ends():
@@ -59,13 +148,125 @@ def test_peers_that_answer_are_never_lost_and_the_thread_ends():
 def test_no_peers_no_thread():
   before = threading.active_count()
   with peer_watch.PeerWatch([], 1.0, lambda lost: None,
-                            lambda peers, t: [True] * len(peers)):
+                            lambda peers, t: [peer_watch.ANSWERED] * len(peers)):
     assert threading.active_count() == before
 
 
 def test_collectives_wait_past_the_watch():
-  """A lost peer is reported by the watch well before a collective waiting
-  on it times out."""
+  """A lost peer, refusing or silent, is reported by the watch well before a
+  collective waiting on it times out; a refusing one well before the
+  timeout, when the timeout is not tiny."""
   for timeout_secs in (1, 10, 120):
-    assert (strategy_lib.collective_timeout_secs(timeout_secs) >
-            peer_watch.bound_secs(timeout_secs) + 0.5 * timeout_secs)
+    collective = strategy_lib.collective_timeout_secs(timeout_secs)
+    assert collective > peer_watch.bound_secs(timeout_secs) + 0.5 * timeout_secs
+    assert collective > peer_watch.refused_bound_secs(timeout_secs) + 0.5
+  assert peer_watch.refused_bound_secs(120) <= 10
+  assert peer_watch.refused_bound_secs(1) == peer_watch.bound_secs(1)
+
+
+# ---- classification with real sockets ---------------------------------------
+
+LISTEN_THEN_STOP = """
+import socket, sys, time
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen(1)
+print(listener.getsockname()[1], flush=True)
+time.sleep(120)
+"""
+
+
+def test_address_refuses_only_when_nothing_listens():
+  closed, = train_helpers.free_ports(1)
+  assert peer_watch.address_refuses(f"127.0.0.1:{closed}", 2.0)
+  # Listening but never accepting: the kernel completes the handshake.
+  with socket.socket() as listener:
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    assert not peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
+  with train_helpers.processes() as started:
+    proc = subprocess.Popen([sys.executable, "-c", LISTEN_THEN_STOP],
+                            stdout=subprocess.PIPE, text=True)
+    started.append(proc)
+    port = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+      assert not peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
+    finally:
+      os.kill(proc.pid, signal.SIGCONT)
+    proc.kill()
+    proc.wait(timeout=10)
+    assert peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
+
+
+SERVER = """
+import tensorflow as tf, time
+tf.distribute.Server(tf.train.ClusterSpec({cluster!r}), job_name="worker",
+                     task_index=1)
+print("listening", flush=True)
+time.sleep(300)
+"""
+PROBER = """
+import json, sys, time
+import tensorflow as tf
+from tensorflow.core.protobuf import tensorflow_server_pb2
+from tensorflow.python.eager import context
+from t2tlite.train import strategy as strategy_lib
+cluster = {cluster!r}
+context.context().enable_collective_ops(tensorflow_server_pb2.ServerDef(
+    cluster=tf.train.ClusterSpec(cluster).as_cluster_def(), job_name="worker",
+    task_index=0, protocol="grpc"))
+addresses = {{f"/job:worker/task:{{i}}": a
+             for i, a in enumerate(cluster["worker"]) if i}}
+for _ in sys.stdin:  # one round of probes per line
+  start = time.monotonic()
+  outcomes = strategy_lib.probe_peers(list(addresses), 2.0, addresses)
+  print(json.dumps([outcomes, time.monotonic() - start]), flush=True)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_tensorflows_probe_answered_refused_or_silent():
+  """Task 1 is a real TensorFlow server (answering, then stopped, then
+  killed); task 2 listens and never accepts; task 3's port is closed."""
+  ports = train_helpers.free_ports(4)
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+  listener = socket.socket()
+  listener.bind(("127.0.0.1", ports[2]))
+  listener.listen(1)
+  with listener, train_helpers.processes() as started:
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER.format(cluster=cluster)],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    started.append(server)
+    assert server.stdout.readline().strip() == "listening"
+    prober = subprocess.Popen(
+        [sys.executable, "-c", PROBER.format(cluster=cluster)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True)
+    started.append(prober)
+
+    def probe_round():
+      prober.stdin.write("probe\n")
+      prober.stdin.flush()
+      line = prober.stdout.readline()
+      assert line, "the prober ended"
+      return json.loads(line)
+
+    A, R, S = peer_watch.ANSWERED, peer_watch.REFUSED, peer_watch.SILENT
+    outcomes, _ = probe_round()
+    assert outcomes == [A, S, R]
+    os.kill(server.pid, signal.SIGSTOP)
+    outcomes, secs = probe_round()
+    assert outcomes == [S, S, R]
+    # Both silent peers' probes timed out, one after the other (TensorFlow's
+    # probe holds the GIL).
+    assert 3.9 <= secs < 6.0, secs
+    os.kill(server.pid, signal.SIGKILL)
+    os.kill(server.pid, signal.SIGCONT)
+    server.wait(timeout=10)
+    listener.close()  # now the three refuse
+    outcomes, secs = probe_round()
+    assert outcomes == [R, R, R]
+    assert secs < 1.0, secs  # at once
