@@ -34,6 +34,7 @@ preemption = lazy.module("t2tlite.train.preemption")
 problem_lib = lazy.module("t2tlite.problem")
 run_dir = lazy.module("t2tlite.run_dir")
 strategy_lib = lazy.module("t2tlite.train.strategy")
+train_config = lazy.module("t2tlite.train.config")
 trainer_lib = lazy.module("t2tlite.train.trainer")
 
 flags.adopt_module_key_flags(common_flags)
@@ -353,7 +354,7 @@ def _train(output_dir):
         target_vocab_size=target_vocab_size,
         target_vocab_source=(None if target_vocab_size is None else
                              problem.vocab_file(data_dir, "targets")))
-  config = trainer_lib.TrainConfig(
+  config = train_config.TrainConfig(
       output_dir=output_dir, train_steps=hp.train_steps,
       schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,
       local_eval_frequency=FLAGS.local_eval_frequency,

@@ -35,9 +35,6 @@ from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.schedules import build_optimizer, set_train_steps
 
-SCHEDULES = ("train", "train_and_evaluate", "evaluate")
-MIXED_PRECISION = {None: None, "float32": None, "bfloat16": "mixed_bfloat16",
-                   "float16": "mixed_float16"}
 EVAL_RESULTS_FILE = "eval_results.json"
 EVAL_SUBDIR = "eval"
 _SUM = tf.distribute.ReduceOp.SUM
@@ -49,77 +46,6 @@ _MEAN = tf.distribute.ReduceOp.MEAN
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
     data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainConfig:
-  """How to run training (the trainer's flags, as plain values).
-
-  Attributes:
-    output_dir: checkpoints, summaries and run files.
-    train_steps: optimizer updates to reach (a restart continues up to it).
-    schedule: "train", "train_and_evaluate" or "evaluate" (the latest
-      checkpoint, once).
-    eval_steps: evaluation batches (per replica) at most; <= 0 = whole split.
-    local_eval_frequency: evaluate every this many steps in
-      train_and_evaluate (and at the end); <= 0 = only at the end.
-    save_checkpoints_secs: checkpoint at least this often (and at the end).
-    keep_checkpoint_max: checkpoints kept (older ones are deleted).
-    xla: compile the per-replica computation with XLA.
-    mixed_precision: None or "float32", "bfloat16", or "float16" (with
-      dynamic loss scaling); `t2tlite.precision.choose` picks one.
-    log_every_steps: console and summary frequency.
-    eval_split: the split evaluated.
-    model: the registered model name (t2tlite.registry.models).
-    early_stopping_patience: with a dev metric, stop training after this
-      many evaluations without a better score; 0 = never.
-    keep_best_checkpoints: with a dev metric, how many of the best
-      checkpoints OUTPUT_DIR/best keeps (`best.py`), >= 1.
-    train_minutes: > 0: plan train_steps from the measured step rate so
-      that the run ends within this many minutes (`budget.py`); train_steps
-      is then ignored, unless `plan` holds a plan already made.
-    max_planned_steps: with train_minutes, plan at most this many steps
-      (`budget.plan_train_steps`' max_steps); 0 = as many as fit.
-    plan: None, or the `budget.Plan` a resumed run continues (its
-      train_steps is then the run's).
-  """
-  output_dir: str
-  train_steps: int
-  schedule: str = "train_and_evaluate"
-  eval_steps: int = 100
-  local_eval_frequency: int = 1000
-  save_checkpoints_secs: float = 600.0
-  keep_checkpoint_max: int = 20
-  xla: bool = False
-  mixed_precision: str | None = None
-  log_every_steps: int = 100
-  eval_split: str = "dev"
-  model: str = models.DEFAULT_MODEL
-  early_stopping_patience: int = 0
-  keep_best_checkpoints: int = 1
-  train_minutes: float = 0.0
-  max_planned_steps: int = 0
-  plan: budget.Plan | None = None
-
-  @property
-  def planning(self):
-    """Whether train() must still plan the run's length."""
-    return self.train_minutes > 0 and self.plan is None
-
-  def __post_init__(self):
-    if self.schedule not in SCHEDULES:
-      raise ValueError(f"schedule={self.schedule!r}: expected one of "
-                       f"{', '.join(SCHEDULES)}")
-    if self.mixed_precision not in MIXED_PRECISION:
-      raise ValueError(f"mixed_precision={self.mixed_precision!r}: expected "
-                       "float32, bfloat16 or float16 (or None)")
-    for name in ("train_steps", "keep_checkpoint_max", "log_every_steps",
-                 "keep_best_checkpoints"):
-      if getattr(self, name) <= 0:
-        raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-    if self.early_stopping_patience < 0:
-      raise ValueError("early_stopping_patience must be >= 0, got "
-                       f"{self.early_stopping_patience}")
 
 
 class NonFiniteLossError(RuntimeError):
@@ -247,7 +173,7 @@ class Trainer:
     self.multi_worker = strategy_lib.is_multi_worker(strategy)
     with strategy.scope():
       self.model = models.build_model(
-          hp, vocab_size, dtype=MIXED_PRECISION[config.mixed_precision],
+          hp, vocab_size, dtype=config.keras_policy,
           model=config.model, target_vocab_size=target_vocab_size,
           word_pointer=word_pointer)
       self.base_optimizer = build_optimizer(hp)
