@@ -35,6 +35,7 @@ problem_lib = lazy.module("t2tlite.problem")
 run_dir = lazy.module("t2tlite.run_dir")
 strategy_lib = lazy.module("t2tlite.train.strategy")
 train_config = lazy.module("t2tlite.train.config")
+run_hparams = lazy.module("t2tlite.train.run_hparams")
 trainer_lib = lazy.module("t2tlite.train.trainer")
 
 flags.adopt_module_key_flags(common_flags)
@@ -198,9 +199,9 @@ def _resolve_setup(output_dir):
   registry.models.get(model)  # an unknown name fails with close matches
   problem = problem_lib.get_problem(problem_name)
   try:
-    hp = trainer_lib.resolve_hparams(output_dir, FLAGS.hparams_set,
+    hp = run_hparams.resolve_hparams(output_dir, FLAGS.hparams_set,
                                      FLAGS.hparams, FLAGS.train_steps)
-  except trainer_lib.HParamsConflictError:
+  except run_hparams.HParamsConflictError:
     raise
   except (ValueError, TypeError) as error:
     raise console.CommandError(str(error)) from None
@@ -465,7 +466,7 @@ def main():
               renamed={"overrides": "hparams"},
               errors=lambda: (console.CommandError, registry.RegistryError,
                               problem_lib.DataError, FileNotFoundError,
-                              trainer_lib.HParamsConflictError,
+                              run_hparams.HParamsConflictError,
                               trainer_lib.NonFiniteLossError,
                               dev_metric_lib.MetricError, budget.BudgetError,
                               run_dir.DamagedCheckpointError))

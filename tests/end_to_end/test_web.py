@@ -61,9 +61,10 @@ def _train_run(problem, data_dir, folder):
   import keras
   from t2tlite import run_dir
   from t2tlite.train import config as train_config
+  from t2tlite.train import run_hparams
   from t2tlite.train import strategy as strategy_lib
   from t2tlite.train import trainer as trainer_lib
-  hp = trainer_lib.resolve_hparams(folder, "transformer_tiny", HPARAMS,
+  hp = run_hparams.resolve_hparams(folder, "transformer_tiny", HPARAMS,
                                    TRAIN_STEPS)
   strategy = strategy_lib.make_strategy(0, tf_config="")
   keras.utils.set_random_seed(1)

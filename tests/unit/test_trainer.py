@@ -12,6 +12,7 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import registry, run_dir
 from t2tlite.models.transformer import Transformer
+from t2tlite.train import run_hparams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
 import train_helpers
@@ -38,30 +39,30 @@ def _write_hparams(output_dir, hp):
 
 def test_resolve_hparams_new_run_and_restart(tmp_path):
   output_dir = str(tmp_path)
-  hp = trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+  hp = run_hparams.resolve_hparams(output_dir, "transformer_tiny",
                                    "dropout=0.2,d_ff=100", train_steps=7)
   assert hp.dropout == 0.2 and hp.train_steps == 7
   _write_hparams(output_dir, hp)
   # The same request, or none, continues with the saved hparams; train_steps
   # may grow.
-  assert trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+  assert run_hparams.resolve_hparams(output_dir, "transformer_tiny",
                                      "dropout=0.2,d_ff=100") == hp
-  assert trainer_lib.resolve_hparams(output_dir, None, "",
+  assert run_hparams.resolve_hparams(output_dir, None, "",
                                      train_steps=20) == hp.replace(
                                          train_steps=20)
-  with pytest.raises(trainer_lib.HParamsConflictError) as error:
-    trainer_lib.resolve_hparams(output_dir, "transformer_tiny", "d_ff=100")
+  with pytest.raises(run_hparams.HParamsConflictError) as error:
+    run_hparams.resolve_hparams(output_dir, "transformer_tiny", "d_ff=100")
   default = t2tlite.create_hparams("transformer_tiny").dropout
   assert f"dropout: saved 0.2, requested {default}" in str(error.value)
   assert "use another output_dir" in str(error.value)
   # Overrides alone apply to the saved hparams.
-  assert trainer_lib.resolve_hparams(output_dir, None, "d_ff=100") == hp
-  with pytest.raises(trainer_lib.HParamsConflictError,
+  assert run_hparams.resolve_hparams(output_dir, None, "d_ff=100") == hp
+  with pytest.raises(run_hparams.HParamsConflictError,
                      match="d_ff: saved 100, requested 64") as error:
-    trainer_lib.resolve_hparams(output_dir, None, "d_ff=64")
+    run_hparams.resolve_hparams(output_dir, None, "d_ff=64")
   assert "hparams_set=(the saved one)" in str(error.value)
   with pytest.raises(ValueError, match="hparams_set is required"):
-    trainer_lib.resolve_hparams(str(tmp_path / "new"), None, "")
+    run_hparams.resolve_hparams(str(tmp_path / "new"), None, "")
 
 
 def test_nan_loss_stops_without_saving_the_bad_state(tmp_path, strategy):
