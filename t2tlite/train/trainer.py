@@ -1,13 +1,6 @@
 """The training loop: distributed steps, checkpoints, summaries, evaluation.
 
-One optimizer update ("step"):
-  each replica takes `gradient_accumulation_steps` batches of at most
-  `batch_size` padded tokens, sums the label-smoothed cross-entropy of their
-  real target tokens and divides by the number of real target tokens in the
-  whole step (all replicas, all accumulated batches); the gradients are summed
-  over the accumulated batches and all-reduced (summed) over replicas. So the
-  update is that of one big batch's per-token mean loss, whatever the split
-  into replicas and accumulation steps.
+One optimizer update ("step") is `train_step.py`'s.
 
 `Trainer` holds the model, optimizer and checkpoint manager of an output_dir;
 `Trainer.train()` trains up to `train_steps`, evaluating and checkpointing on
@@ -31,15 +24,15 @@ from t2tlite.train import budget
 from t2tlite.train import preemption
 from t2tlite.train import progress
 from t2tlite.train import strategy as strategy_lib
+from t2tlite.train import train_step as train_step_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
+from t2tlite.train.train_step import SUM, sum_dicts
 from t2tlite.train.schedules import build_optimizer, set_train_steps
 
 EVAL_RESULTS_FILE = "eval_results.json"
 EVAL_SUBDIR = "eval"
-_SUM = tf.distribute.ReduceOp.SUM
 # train_steps of a run whose length --train_minutes is still to plan.
 _UNPLANNED = 2**31 - 1
-_MEAN = tf.distribute.ReduceOp.MEAN
 # What tensorboard's tf.summary.scalar writes, without needing the tensorboard
 # package at training time (TensorFlow 2.21 does not install it).
 _SCALAR_METADATA = summary_pb2.SummaryMetadata(
@@ -49,31 +42,6 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
 
 class NonFiniteLossError(RuntimeError):
   """The training loss became NaN or infinite; nothing was saved after it."""
-
-
-def _dense(grad, variable):
-  if grad is None:
-    return tf.zeros_like(variable)
-  return tf.convert_to_tensor(grad)
-
-
-def _sum_dicts(a, b):
-  return {k: a[k] + b[k] for k in a}
-
-
-def _let_trainer_all_reduce(optimizer):
-  """Stops a Keras 3 optimizer from all-reducing gradients itself.
-
-  The trainer all-reduces them before `apply_gradients` (to log the global
-  gradient norm, and so that a float16 LossScaleOptimizer checks the same
-  gradients on every replica). Keras 3 has no `experimental_aggregate_
-  gradients=False` (keras-team/keras#19308), so the TF backend's summing hook
-  is replaced on this instance by the identity.
-  """
-  if not hasattr(optimizer, "_all_reduce_sum_gradients"):
-    raise RuntimeError("This Keras version's optimizer has no "
-                       "_all_reduce_sum_gradients; the trainer needs updating.")
-  optimizer._all_reduce_sum_gradients = lambda grads_and_vars: grads_and_vars
 
 
 class Trainer:
@@ -134,7 +102,7 @@ class Trainer:
           keras.optimizers.LossScaleOptimizer(self.base_optimizer)
           if config.mixed_precision == "float16" else self.base_optimizer)
       self.optimizer.build(self.model.trainable_variables)
-    _let_trainer_all_reduce(self.base_optimizer)
+    train_step_lib.let_trainer_all_reduce(self.base_optimizer)
     # The base optimizer (not a LossScaleOptimizer wrapper) is checkpointed, so
     # a run can resume with or without --mixed_precision=float16.
     self.checkpoint = run_dir.make_checkpoint(self.model, self.base_optimizer)
@@ -161,13 +129,10 @@ class Trainer:
     # XLA compiles the per-replica forward and backward pass. Evaluation is not
     # compiled: inside its while loop, XLA on several replicas reads variables
     # from the wrong device ("Trying to access resource ... located in device").
-    # The steps without AutoGraph (their loops are over Python lists and
-    # ranges): converting the model's Python code took seconds at every
-    # start. The evaluation loop keeps it (a tf.range loop, a break), for
+    # The evaluation loop keeps AutoGraph (a tf.range loop, a break), for
     # itself only (_eval_replica_fn).
-    self._micro_step = tf.function(self._micro_step_fn,
-                                   jit_compile=config.xla, autograph=False)
-    self._train_step = tf.function(self._train_step_fn, autograph=False)
+    self._train_step = train_step_lib.TrainStep(
+        self.model, self.optimizer, strategy, hp, config.xla).function
     self._eval_loop = tf.function(self._eval_loop_fn)
     self._writers = {}
 
@@ -214,59 +179,6 @@ class Trainer:
     """
     return self._train_step(iterator)
 
-  # ---- the distributed train step -------------------------------------------
-
-  def _micro_step_fn(self, batch, denominator):
-    """Gradients of one batch's share of the step loss (per replica)."""
-    targets = batch["targets"]
-    with tf.GradientTape() as tape:
-      logits = self.model(batch, training=True)
-      smoothed, nll, weights = smoothed_cross_entropy(
-          logits, targets, self.hp.label_smoothing)
-      loss = tf.reduce_sum(smoothed) / denominator
-      if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-        loss = self.optimizer.scale_loss(loss)
-    variables = self.model.trainable_variables
-    grads = [_dense(g, v) for g, v in
-             zip(tape.gradient(loss, variables), variables)]
-    sums = {"loss": tf.reduce_sum(smoothed), "nll": tf.reduce_sum(nll),
-            "target_tokens": tf.reduce_sum(weights),
-            "source_tokens": tf.reduce_sum(
-                tf.cast(batch["inputs"] != 0, tf.float32))}
-    return grads, sums
-
-  def _replica_train_step(self, batches):
-    context = tf.distribute.get_replica_context()
-    local_tokens = tf.add_n([tf.reduce_sum(tf.cast(b["targets"] != 0,
-                                                   tf.float32))
-                             for b in batches])
-    denominator = tf.maximum(context.all_reduce(_SUM, local_tokens), 1.0)
-    learning_rate = tf.cast(self.optimizer.learning_rate, tf.float32)
-    grads = sums = None
-    for batch in batches:
-      if grads is not None:  # one batch at a time: bounded activation memory
-        with tf.control_dependencies(grads):
-          batch = tf.nest.map_structure(tf.identity, batch)
-      batch_grads, batch_sums = self._micro_step(batch, denominator)
-      grads = batch_grads if grads is None else [
-          a + b for a, b in zip(grads, batch_grads)]
-      sums = batch_sums if sums is None else _sum_dicts(sums, batch_sums)
-    grads = context.all_reduce(_SUM, grads)
-    grad_norm = tf.linalg.global_norm(grads)
-    if isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer):
-      grad_norm /= tf.cast(self.optimizer.dynamic_scale, tf.float32)
-    self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-    return sums, {"grad_norm": grad_norm, "learning_rate": learning_rate}
-
-  def _train_step_fn(self, iterator):
-    batches = tuple(next(iterator)
-                    for _ in range(self.hp.gradient_accumulation_steps))
-    sums, same = self.strategy.run(self._replica_train_step, args=(batches,))
-    out = {k: self.strategy.reduce(_SUM, v, axis=None) for k, v in sums.items()}
-    out.update({k: self.strategy.reduce(_MEAN, v, axis=None)
-                for k, v in same.items()})
-    return out
-
   # ---- evaluation ------------------------------------------------------------
 
   # Called from the AutoGraph-converted evaluation loop, but not converted
@@ -297,8 +209,8 @@ class Trainer:
         break
       per_replica = self.strategy.run(self._eval_replica_fn,
                                       args=(optional.get_value(),))
-      totals = _sum_dicts(totals, {
-          k: self.strategy.reduce(_SUM, per_replica[k], axis=None)
+      totals = sum_dicts(totals, {
+          k: self.strategy.reduce(SUM, per_replica[k], axis=None)
           for k in keys})
     return totals
 
