@@ -16,7 +16,6 @@ import time
 from absl import logging
 import keras
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
 from t2tlite import files, models, run_dir
 from t2tlite.train import best as best_lib
@@ -24,6 +23,7 @@ from t2tlite.train import budget
 from t2tlite.train import preemption
 from t2tlite.train import progress
 from t2tlite.train import strategy as strategy_lib
+from t2tlite.train import summaries
 from t2tlite.train import train_step as train_step_lib
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.train_step import SUM, sum_dicts
@@ -33,11 +33,6 @@ EVAL_RESULTS_FILE = "eval_results.json"
 EVAL_SUBDIR = "eval"
 # train_steps of a run whose length --train_minutes is still to plan.
 _UNPLANNED = 2**31 - 1
-# What tensorboard's tf.summary.scalar writes, without needing the tensorboard
-# package at training time (TensorFlow 2.21 does not install it).
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
-    data_class=summary_pb2.DATA_CLASS_SCALAR).SerializeToString()
 
 
 class NonFiniteLossError(RuntimeError):
@@ -134,7 +129,7 @@ class Trainer:
     self._train_step = train_step_lib.TrainStep(
         self.model, self.optimizer, strategy, hp, config.xla).function
     self._eval_loop = tf.function(self._eval_loop_fn)
-    self._writers = {}
+    self.summaries = summaries.ScalarWriter(config.output_dir, self.chief)
 
   def _restore_newest_intact(self):
     """Restores the newest checkpoint of output_dir that can be read,
@@ -258,7 +253,7 @@ class Trainer:
       self.early_stop_due, = strategy_lib.any_workers(
           self.strategy, self.patience_exhausted(),
           timeout_secs=strategy_lib.UNBOUNDED_SECS)
-    self._summaries(EVAL_SUBDIR, step, scalars)
+    self.summaries.write(EVAL_SUBDIR, step, scalars)
     if self.chief:
       files.atomic_write_text(
           os.path.join(self.config.output_dir, EVAL_RESULTS_FILE),
@@ -329,18 +324,6 @@ class Trainer:
     else:
       tf.io.gfile.rmtree(self.manager.directory)
     return path
-
-  def _summaries(self, subdir, step, scalars):
-    if not self.chief:
-      return
-    if subdir not in self._writers:
-      self._writers[subdir] = tf.summary.create_file_writer(
-          os.path.join(self.config.output_dir, subdir))
-    with self._writers[subdir].as_default(step=step):
-      for name, value in scalars.items():
-        tf.summary.write(name, tf.constant(value, tf.float32),
-                         metadata=_SCALAR_METADATA)
-    self._writers[subdir].flush()
 
   # ---- the loop --------------------------------------------------------------
 
@@ -638,4 +621,4 @@ class Trainer:
         stats["loss"], stats["nll"], stats["learning_rate"],
         stats["grad_norm"], stats["steps_per_sec"], stats["tokens_per_sec"],
         eta)
-    self._summaries("", step, stats)
+    self.summaries.write("", step, stats)
