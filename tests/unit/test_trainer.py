@@ -15,6 +15,7 @@ from t2tlite.models.transformer import Transformer
 from t2tlite.train import run_hparams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
+from t2tlite.train.evaluation import EVAL_RESULTS_FILE
 import train_helpers
 
 # Every flag t2t-trainer documents (tensor2tensor's names).
@@ -124,7 +125,7 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   assert 0.0 <= metrics["sequence_accuracy"] <= metrics["accuracy"] <= 1.0
   assert metrics["perplexity"] == pytest.approx(math.exp(metrics["nll"]))
   assert metrics["loss"] > metrics["nll"] * 0.9
-  with open(os.path.join(output_dir, trainer_lib.EVAL_RESULTS_FILE)) as f:
+  with open(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
     assert json.load(f) == metrics
   train = train_helpers.read_scalars(output_dir)
   assert set(train) == {"loss", "nll", "learning_rate", "grad_norm",
@@ -148,8 +149,8 @@ def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
     def __call__(self, batch, training):
       return logits
 
-  trainer.model = Fixed()
-  sums = trainer._eval_replica_fn({"inputs": targets, "targets": targets})
+  trainer.evaluator.model = Fixed()
+  sums = trainer.evaluator._eval_replica_fn({"inputs": targets, "targets": targets})
   assert float(sums["tokens"]) == 7 and float(sums["correct_tokens"]) == 6
   assert float(sums["sequences"]) == 2
   assert float(sums["correct_sequences"]) == 1
