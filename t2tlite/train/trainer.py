@@ -1,13 +1,22 @@
-"""The training loop: distributed steps, checkpoints, summaries, evaluation.
+"""The training of one run: `Trainer` builds the model and optimizer of an
+output_dir, restores and saves its checkpoints, and runs the loop:
+`Trainer.train()` trains up to `train_steps`, evaluating and checkpointing
+on the way (SIGTERM or Ctrl-C end it early with a checkpoint), and
+`Trainer.evaluate()` computes teacher-forced metrics on a split.
 
-One optimizer update ("step") is `train_step.py`'s.
-
-`Trainer` holds the model, optimizer and checkpoint manager of an output_dir;
-`Trainer.train()` trains up to `train_steps`, evaluating and checkpointing on
-the way (SIGTERM or Ctrl-C end it early with a checkpoint: `preemption.py`),
-and `Trainer.evaluate()` computes teacher-forced metrics on a split.
+What the loop uses, each in its own module of this package:
+  config.py       TrainConfig: how to run training
+  run_hparams.py  the hparams of a run on a restart
+  train_step.py   one optimizer update, distributed over the replicas
+  evaluation.py   evaluations, the dev metric, the best checkpoints and
+                  early stopping, and their files
+  budget.py       --train_minutes: the run's plan and re-plans (Planner)
+  summaries.py    the scalar summaries (TensorBoard event files)
+  progress.py     the progress line's figures
+  preemption.py   SIGTERM, SIGINT and lost workers
 """
 import dataclasses
+import functools
 import math
 import os
 import time
@@ -111,6 +120,12 @@ class Trainer:
         self._checkpoint_at, dev_metric, on_best)
     self._train_step = train_step_lib.TrainStep(
         self.model, self.optimizer, strategy, hp, config.xla).function
+    self.planner = budget.Planner(
+        config, hp.warmup_steps, hp.learning_rate_cooldown_steps,
+        lambda values: strategy_lib.chief_values(strategy, values),
+        self.evaluate, self._apply_plan,
+        record=functools.partial(run_dir.record_plan, config.output_dir)
+        if self.chief else None)
 
   def _restore_newest_intact(self):
     """Restores the newest checkpoint of output_dir that can be read,
@@ -216,111 +231,11 @@ class Trainer:
     # The traced step reads the schedule's length: no new trace.
     set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
 
-  def _plan(self, step, clock_start, meter):
-    """Plans the run's length after the measured steps (see budget.py):
-    times one evaluation if the schedule evaluates, fixes train_steps and
-    records the plan in run.json."""
-    config = self.config
-    budget_seconds = config.train_minutes * 60
-    # Every worker plans from the chief's clock (strategy.chief_values), so
-    # all reach the same plan, or the same error.
-    elapsed, step_seconds = strategy_lib.chief_values(
-        self.strategy, [time.monotonic() - clock_start, meter.step_seconds()])
-    every = (config.local_eval_frequency
-             if config.schedule == "train_and_evaluate" else 0)
-    # Without evaluations first: a budget too short fails before anything
-    # is written.
-    ceiling = config.max_planned_steps
-    budget.plan_train_steps(budget_seconds, elapsed, step, step_seconds,
-                            self.hp.warmup_steps,
-                            self.hp.learning_rate_cooldown_steps,
-                            max_steps=ceiling)
-    eval_seconds, metrics = 0.0, {}
-    if every > 0:
-      logging.info("Timing one evaluation to plan the run...")
-      started = time.monotonic()
-      metrics = self.evaluate()
-      eval_seconds = time.monotonic() - started
-    elapsed, eval_seconds = strategy_lib.chief_values(
-        self.strategy, [time.monotonic() - clock_start, eval_seconds])
-    total = budget.plan_train_steps(
-        budget_seconds, elapsed, step, step_seconds, self.hp.warmup_steps,
-        self.hp.learning_rate_cooldown_steps, every, eval_seconds,
-        max_steps=ceiling)
-    cooldown = budget.cooldown_steps_for(
-        total, self.hp.warmup_steps, self.hp.learning_rate_cooldown_steps)
-    plan = budget.Plan(train_minutes=config.train_minutes, train_steps=total,
-                       planned_at_step=step, planned_after_seconds=elapsed,
-                       step_seconds=step_seconds, eval_seconds=eval_seconds,
-                       cooldown_steps=cooldown, max_steps=ceiling)
-    self.set_train_steps(total, cooldown)
+  def _apply_plan(self, plan):
+    """Fixes the run's length to a `budget.Plan` (made or re-made by
+    `self.planner`)."""
+    self.set_train_steps(plan.train_steps, plan.cooldown_steps)
     self.config = dataclasses.replace(self.config, plan=plan)
-    if self.chief:
-      run_dir.record_plan(config.output_dir, plan.to_json())
-    logging.info(
-        "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
-        "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
-        "last %d steps%s.", total, config.train_minutes, 1 / step_seconds,
-        meter.first_step, step, eval_seconds, self.hp.warmup_steps, cooldown,
-        "" if cooldown == self.hp.learning_rate_cooldown_steps else
-        f" (shortened from {self.hp.learning_rate_cooldown_steps} to fit)")
-    fitting = budget.steps_that_fit(budget_seconds, elapsed, step,
-                                    step_seconds, every, eval_seconds)
-    if fitting > total:
-      logging.info("The budget would hold about %d steps; the ceiling of %d "
-                   "(--train_steps) ends the run early.", fitting, total)
-    return metrics
-
-  def _may_replan(self, step, start_step):
-    """Whether a budgeted run may re-estimate its plan after `step`: this
-    process made the plan (a resumed run's clock started later), enough
-    steps were taken since, and the cool-down has not started."""
-    plan, hp = self.config.plan, self.hp
-    return (plan is not None and start_step < plan.planned_at_step and
-            step - plan.planned_at_step >= budget.MEASURE_STEPS and
-            step < self.config.train_steps and
-            not budget.cooldown_started(step, self.config.train_steps,
-                                        hp.warmup_steps,
-                                        hp.learning_rate_cooldown_steps))
-
-  def _replan(self, step, elapsed, eval_seconds):
-    """Re-estimates the plan from the step rate since it was made
-    (`budget.replanned_train_steps`); a change moves the run's end and its
-    cool-down, and is recorded in run.json.
-
-    Args:
-      step: optimizer steps done.
-      elapsed: seconds since training started.
-      eval_seconds: seconds spent in evaluations since the plan was made.
-    """
-    plan, hp = self.config.plan, self.hp
-    # The chief's clock, as for the plan.
-    elapsed, eval_seconds = strategy_lib.chief_values(
-        self.strategy, [elapsed, eval_seconds])
-    step_seconds = max(elapsed - plan.planned_after_seconds - eval_seconds,
-                       1e-6) / (step - plan.planned_at_step)
-    every = (self.config.local_eval_frequency
-             if self.config.schedule == "train_and_evaluate" else 0)
-    total = budget.replanned_train_steps(
-        plan.train_minutes * 60, elapsed, step, step_seconds,
-        plan.train_steps, hp.warmup_steps, hp.learning_rate_cooldown_steps,
-        every, plan.eval_seconds, plan.max_steps)
-    if total is None:
-      return
-    cooldown = budget.cooldown_steps_for(total, hp.warmup_steps,
-                                         hp.learning_rate_cooldown_steps)
-    self.set_train_steps(total, cooldown)
-    self.config = dataclasses.replace(self.config, plan=dataclasses.replace(
-        plan, train_steps=total, cooldown_steps=cooldown,
-        replanned_at_step=step))
-    if self.chief:
-      run_dir.record_plan(self.config.output_dir,
-                          self.config.plan.to_json())
-    logging.info(
-        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
-        "since step %d; cool-down over the last %d steps.", total,
-        plan.train_minutes, plan.train_steps, 1 / step_seconds,
-        plan.planned_at_step, cooldown)
 
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
@@ -391,7 +306,7 @@ class Trainer:
       # The chief's meter decides when the plan is made, for every worker.
       if meter and step > meter.first_step and strategy_lib.chief_values(
           self.strategy, [meter.step_done(step)])[0]:
-        metrics = self._plan(step, clock_start, meter)
+        metrics = self.planner.make_plan(step, clock_start, meter)
         last_eval = step if metrics else last_eval
         last_eval_seconds = self.config.plan.eval_seconds
         meter, config, window = None, self.config, progress.Window(step)
@@ -427,9 +342,10 @@ class Trainer:
         raise preemption.Preempted(
             stop.requested or "signal to another worker", step,
             os.path.join(config.output_dir, f"ckpt-{step}"))
-      if step % config.log_every_steps == 0 and self._may_replan(
+      if step % config.log_every_steps == 0 and self.planner.may_replan(
           step, start_step):
-        self._replan(step, time.monotonic() - clock_start, eval_seconds)
+        self.planner.replan(step, time.monotonic() - clock_start,
+                            eval_seconds)
         config = self.config
     if self._saved_step != step:
       logging.info("Saving the final checkpoint...")
