@@ -176,7 +176,7 @@ class Trainer:
     the best checkpoints)."""
     return self.evaluator.evaluate(self.step, split)
 
-  # ---- checkpoints and summaries --------------------------------------------
+  # ---- checkpoints ---------------------------------------------------------
 
   def save(self):
     """Writes a checkpoint numbered by the step (every worker must call it)."""
