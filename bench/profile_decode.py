@@ -31,8 +31,8 @@ import tensorflow as tf
 # TensorBoard's profile plugin shows); TensorFlow has no public API for it.
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
+from t2tlite import precision
 from t2tlite.decode.machine import set_search_threads
-from t2tlite.train.trainer import MIXED_PRECISION
 
 # Run as a script, bench/ is the first folder on the import path.
 import run as bench_run  # DECODE_BASE, random_ids, decode_search_fn
@@ -80,7 +80,7 @@ def main():
   keras.utils.set_random_seed(1)
   model = t2tlite.build_model(
       t2tlite.create_hparams(hparams_set, overrides), vocab,
-      dtype=MIXED_PRECISION[args.mixed_precision])
+      dtype=precision.KERAS_POLICY[args.mixed_precision or "float32"])
   inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
                                 length)
   search = bench_run.decode_search_fn(model, 4, 0.6, xla=False,

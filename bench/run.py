@@ -70,7 +70,8 @@ from t2tlite.decode.machine import searches_for, set_search_threads
 from t2tlite.decode.search import decode_ids, fixed_search_weights
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
-from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
+from t2tlite.train.config import TrainConfig
+from t2tlite.train.trainer import Trainer
 
 from fingerprint import fingerprint, matmul_gflops
 
@@ -301,7 +302,8 @@ def decode_result(args):
   keras.utils.set_random_seed(args.seed)
   hp = t2tlite.create_hparams(hparams_set, overrides)
   model = t2tlite.build_model(hp, vocab,
-                              dtype=MIXED_PRECISION[args.mixed_precision])
+                              dtype=precision.KERAS_POLICY[
+                                  args.mixed_precision or "float32"])
   rng = np.random.RandomState(args.seed)
   inputs = random_ids(rng, vocab, batch, length)
   searches = concurrent_searches(args.concurrent_searches, args.xla)

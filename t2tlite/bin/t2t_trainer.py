@@ -35,6 +35,8 @@ preemption = lazy.module("t2tlite.train.preemption")
 problem_lib = lazy.module("t2tlite.problem")
 run_dir = lazy.module("t2tlite.run_dir")
 strategy_lib = lazy.module("t2tlite.train.strategy")
+train_config = lazy.module("t2tlite.train.config")
+run_hparams = lazy.module("t2tlite.train.run_hparams")
 trainer_lib = lazy.module("t2tlite.train.trainer")
 
 flags.adopt_module_key_flags(common_flags)
@@ -201,9 +203,9 @@ def _resolve_setup(output_dir):
   registry.models.get(model)  # an unknown name fails with close matches
   problem = problem_lib.get_problem(problem_name)
   try:
-    hp = trainer_lib.resolve_hparams(output_dir, FLAGS.hparams_set,
+    hp = run_hparams.resolve_hparams(output_dir, FLAGS.hparams_set,
                                      FLAGS.hparams, FLAGS.train_steps)
-  except trainer_lib.HParamsConflictError:
+  except run_hparams.HParamsConflictError:
     raise
   except (ValueError, TypeError) as error:
     raise console.CommandError(str(error)) from None
@@ -358,7 +360,7 @@ def _train(output_dir):
         target_vocab_size=target_vocab_size,
         target_vocab_source=(None if target_vocab_size is None else
                              problem.vocab_file(data_dir, "targets")))
-  config = trainer_lib.TrainConfig(
+  config = train_config.TrainConfig(
       output_dir=output_dir, train_steps=hp.train_steps,
       schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,
       local_eval_frequency=FLAGS.local_eval_frequency,
@@ -469,7 +471,7 @@ def main():
               renamed={"overrides": "hparams"},
               errors=lambda: (console.CommandError, registry.RegistryError,
                               problem_lib.DataError, FileNotFoundError,
-                              trainer_lib.HParamsConflictError,
+                              run_hparams.HParamsConflictError,
                               trainer_lib.NonFiniteLossError,
                               dev_metric_lib.MetricError, budget.BudgetError,
                               run_dir.DamagedCheckpointError))

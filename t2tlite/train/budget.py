@@ -27,11 +27,17 @@ while that is still free. Each change is recorded in run.json.
 
 `plan_train_steps` and `replanned_train_steps` are pure functions of their
 numbers; `StepRateMeter` takes its clock as an argument, so all are tested
-against a fake clock.
+against a fake clock. `Planner` makes and re-makes a run's plan with them,
+and is given what it needs of the trainer (the chief's values, an
+evaluation, how to apply and record a plan) rather than importing it: this
+module stays free of TensorFlow (t2t-trainer imports it before parsing its
+flags).
 """
 import dataclasses
 import math
 import time
+
+from absl import logging
 
 # Steps timed before planning, and at least this share of the budget (the
 # rate of the first few steps is noisy), at most MAX_MEASURE_SECONDS.
@@ -250,3 +256,137 @@ class StepRateMeter:
     """Mean seconds per step over the measurement."""
     steps, seconds = self._measured()
     return seconds / max(steps, 1)
+
+
+class Planner:
+  """Plans a --train_minutes run's length once its first steps are timed
+  (`make_plan`), then re-plans it until its cool-down (`may_replan`,
+  `replan`), with the functions above. Every worker plans from the chief's
+  clock, so all reach the same plan.
+
+  Args:
+    config: the run's TrainConfig: its train_minutes, max_planned_steps,
+      schedule and local_eval_frequency, and the plan a resumed run
+      continues (None: none yet).
+    warmup_steps, cooldown_steps: the schedule's (the hparams
+      warmup_steps and learning_rate_cooldown_steps).
+    chief_values: `[float] -> [float]`: the chief's values, on every
+      worker (`strategy.chief_values`).
+    evaluate: `() -> metrics`: the evaluation a plan times.
+    apply: called with each new Plan, to fix the run's length and
+      cool-down to it.
+    record: None, or called with each new Plan's JSON (the chief records
+      it in run.json).
+  """
+
+  def __init__(self, config, warmup_steps, cooldown_steps, chief_values,
+               evaluate, apply, record=None):
+    self.config, self.plan = config, config.plan
+    self.warmup_steps, self.cooldown_steps = warmup_steps, cooldown_steps
+    self.chief_values, self.evaluate = chief_values, evaluate
+    self.apply, self.record = apply, record
+    # Evaluations every this many steps (and one at the end); 0: none.
+    self.eval_every = (config.local_eval_frequency
+                       if config.schedule == "train_and_evaluate" else 0)
+
+  def _fix(self, plan):
+    """Makes `plan` the run's: applied, then recorded."""
+    self.plan = plan
+    self.apply(plan)
+    if self.record is not None:
+      self.record(plan.to_json())
+
+  def make_plan(self, step, clock_start, meter):
+    """Plans the run's length after the measured steps (`meter`, a
+    StepRateMeter; `clock_start`: time.monotonic() when training started):
+    times one evaluation if the schedule evaluates, fixes train_steps and
+    records the plan in run.json. Returns that evaluation's metrics ({}
+    without one)."""
+    config = self.config
+    budget_seconds = config.train_minutes * 60
+    # Every worker plans from the chief's clock (strategy.chief_values), so
+    # all reach the same plan, or the same error.
+    elapsed, step_seconds = self.chief_values(
+        [time.monotonic() - clock_start, meter.step_seconds()])
+    every = self.eval_every
+    # Without evaluations first: a budget too short fails before anything
+    # is written.
+    ceiling = config.max_planned_steps
+    plan_train_steps(budget_seconds, elapsed, step, step_seconds,
+                     self.warmup_steps, self.cooldown_steps,
+                     max_steps=ceiling)
+    eval_seconds, metrics = 0.0, {}
+    if every > 0:
+      logging.info("Timing one evaluation to plan the run...")
+      started = time.monotonic()
+      metrics = self.evaluate()
+      eval_seconds = time.monotonic() - started
+    elapsed, eval_seconds = self.chief_values(
+        [time.monotonic() - clock_start, eval_seconds])
+    total = plan_train_steps(
+        budget_seconds, elapsed, step, step_seconds, self.warmup_steps,
+        self.cooldown_steps, every, eval_seconds,
+        max_steps=ceiling)
+    cooldown = cooldown_steps_for(total, self.warmup_steps,
+                                  self.cooldown_steps)
+    plan = Plan(train_minutes=config.train_minutes, train_steps=total,
+                planned_at_step=step, planned_after_seconds=elapsed,
+                step_seconds=step_seconds, eval_seconds=eval_seconds,
+                cooldown_steps=cooldown, max_steps=ceiling)
+    self._fix(plan)
+    logging.info(
+        "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
+        "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
+        "last %d steps%s.", total, config.train_minutes, 1 / step_seconds,
+        meter.first_step, step, eval_seconds, self.warmup_steps, cooldown,
+        "" if cooldown == self.cooldown_steps else
+        f" (shortened from {self.cooldown_steps} to fit)")
+    fitting = steps_that_fit(budget_seconds, elapsed, step, step_seconds,
+                             every, eval_seconds)
+    if fitting > total:
+      logging.info("The budget would hold about %d steps; the ceiling of %d "
+                   "(--train_steps) ends the run early.", fitting, total)
+    return metrics
+
+  def may_replan(self, step, start_step):
+    """Whether a budgeted run may re-estimate its plan after `step`: this
+    process made the plan (a resumed run's clock started later), enough
+    steps were taken since, and the cool-down has not started."""
+    plan = self.plan
+    return (plan is not None and start_step < plan.planned_at_step and
+            step - plan.planned_at_step >= MEASURE_STEPS and
+            step < plan.train_steps and
+            not cooldown_started(step, plan.train_steps, self.warmup_steps,
+                                 self.cooldown_steps))
+
+  def replan(self, step, elapsed, eval_seconds):
+    """Re-estimates the plan from the step rate since it was made
+    (`replanned_train_steps`); a change moves the run's end and its
+    cool-down, and is recorded in run.json.
+
+    Args:
+      step: optimizer steps done.
+      elapsed: seconds since training started.
+      eval_seconds: seconds spent in evaluations since the plan was made.
+    """
+    plan = self.plan
+    # The chief's clock, as for the plan.
+    elapsed, eval_seconds = self.chief_values([elapsed, eval_seconds])
+    step_seconds = max(elapsed - plan.planned_after_seconds - eval_seconds,
+                       1e-6) / (step - plan.planned_at_step)
+    total = replanned_train_steps(
+        plan.train_minutes * 60, elapsed, step, step_seconds,
+        plan.train_steps, self.warmup_steps, self.cooldown_steps,
+        self.eval_every, plan.eval_seconds, plan.max_steps)
+    if total is None:
+      return
+    cooldown = cooldown_steps_for(total, self.warmup_steps,
+                                  self.cooldown_steps)
+    self._fix(dataclasses.replace(plan, train_steps=total,
+                                  cooldown_steps=cooldown,
+                                  replanned_at_step=step))
+    logging.info(
+        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
+        "since step %d; cool-down over the last %d steps.", total,
+        plan.train_minutes, plan.train_steps, 1 / step_seconds,
+        plan.planned_at_step, cooldown)

@@ -60,16 +60,18 @@ def _train_run(problem, data_dir, folder):
   already; returns the Vocabulary."""
   import keras
   from t2tlite import run_dir
+  from t2tlite.train import config as train_config
+  from t2tlite.train import run_hparams
   from t2tlite.train import strategy as strategy_lib
   from t2tlite.train import trainer as trainer_lib
-  hp = trainer_lib.resolve_hparams(folder, "transformer_tiny", HPARAMS,
+  hp = run_hparams.resolve_hparams(folder, "transformer_tiny", HPARAMS,
                                    TRAIN_STEPS)
   strategy = strategy_lib.make_strategy(0, tf_config="")
   keras.utils.set_random_seed(1)
   vocab = problem.vocabulary(data_dir)
   run_dir.write_run_info(folder, hp, problem.name, vocab.size,
                          problem.vocab_file(data_dir))
-  config = trainer_lib.TrainConfig(
+  config = train_config.TrainConfig(
       output_dir=folder, train_steps=TRAIN_STEPS, schedule="train",
       mixed_precision="float32", log_every_steps=10)
   trainer = trainer_lib.Trainer(

@@ -48,7 +48,8 @@ def tiny_trainer(output_dir, strategy, hparams="", **config):
   """A Trainer of the tiny model on `reverse_dataset` (training and eval)."""
   import keras
   import t2tlite
-  from t2tlite.train.trainer import TrainConfig, Trainer
+  from t2tlite.train.config import TrainConfig
+  from t2tlite.train.trainer import Trainer
   keras.utils.set_random_seed(1)
   overrides = ",".join(filter(None, [TINY_HPARAMS, "batch_size=128",
                                      "max_length=16", hparams]))

@@ -1,4 +1,7 @@
 """The --train_minutes step planner, against a fake clock."""
+import time
+import types
+
 import pytest
 
 from t2tlite.train import budget
@@ -148,3 +151,40 @@ def test_a_ceiling_below_the_schedule_is_the_whole_run():
   with pytest.raises(budget.BudgetError,
                      match="fewer than the 500 steps of --train_steps"):
     budget.plan_train_steps(40, 5, 20, 0.1, 400, 1000, max_steps=500)
+
+
+def test_planner_plans_and_replans_on_the_chief_clock():
+  # The chief's values, in the order the planner asks for them: [elapsed,
+  # step_seconds] after the timed steps, [elapsed, eval_seconds] after the
+  # timed evaluation, then [elapsed, eval_seconds] at a re-plan (0.2 s a
+  # step since the plan, twice the planned rate).
+  chief = iter([[30.0, 0.1], [36.0, 6.0], [36.0 + 200 * 0.2 + 12, 12.0]])
+  evaluations, applied, recorded = [], [], []
+  config = types.SimpleNamespace(
+      train_minutes=10, max_planned_steps=0, schedule="train_and_evaluate",
+      local_eval_frequency=100, plan=None)
+  planner = budget.Planner(
+      config, 100, 200, lambda values: next(chief),
+      lambda: evaluations.append(1) or {"loss": 1.5}, applied.append,
+      recorded.append)
+  meter = budget.StepRateMeter()
+  meter.start(30)
+  assert planner.make_plan(50, time.monotonic(), meter) == {"loss": 1.5}
+  plan = planner.plan
+  assert len(evaluations) == 1  # the timed one
+  assert plan.train_steps == budget.plan_train_steps(
+      600, 36.0, 50, 0.1, 100, 200, eval_every=100, eval_seconds=6.0)
+  assert (plan.planned_at_step, plan.eval_seconds, plan.cooldown_steps) == (
+      50, 6.0, 200)
+  assert applied == [plan] and recorded == [plan.to_json()]
+  # A resumed run (its clock started after the plan) keeps the plan.
+  assert not planner.may_replan(250, start_step=50)
+  assert planner.may_replan(250, start_step=0)
+  planner.replan(250, elapsed=0.0, eval_seconds=0.0)  # the chief's count
+  replanned = budget.replanned_train_steps(
+      600, 88.0, 250, 0.2, plan.train_steps, 100, 200, 100, 6.0)
+  assert replanned < plan.train_steps
+  assert applied[-1] == planner.plan
+  assert (planner.plan.train_steps, planner.plan.replanned_at_step) == (
+      replanned, 250)
+  assert recorded[-1] == planner.plan.to_json()

@@ -12,8 +12,10 @@ import tensorflow as tf
 import t2tlite
 from t2tlite import registry, run_dir
 from t2tlite.models.transformer import Transformer
+from t2tlite.train import run_hparams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
+from t2tlite.train.evaluation import EVAL_RESULTS_FILE
 import train_helpers
 
 # Every flag t2t-trainer documents (tensor2tensor's names).
@@ -38,30 +40,30 @@ def _write_hparams(output_dir, hp):
 
 def test_resolve_hparams_new_run_and_restart(tmp_path):
   output_dir = str(tmp_path)
-  hp = trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+  hp = run_hparams.resolve_hparams(output_dir, "transformer_tiny",
                                    "dropout=0.2,d_ff=100", train_steps=7)
   assert hp.dropout == 0.2 and hp.train_steps == 7
   _write_hparams(output_dir, hp)
   # The same request, or none, continues with the saved hparams; train_steps
   # may grow.
-  assert trainer_lib.resolve_hparams(output_dir, "transformer_tiny",
+  assert run_hparams.resolve_hparams(output_dir, "transformer_tiny",
                                      "dropout=0.2,d_ff=100") == hp
-  assert trainer_lib.resolve_hparams(output_dir, None, "",
+  assert run_hparams.resolve_hparams(output_dir, None, "",
                                      train_steps=20) == hp.replace(
                                          train_steps=20)
-  with pytest.raises(trainer_lib.HParamsConflictError) as error:
-    trainer_lib.resolve_hparams(output_dir, "transformer_tiny", "d_ff=100")
+  with pytest.raises(run_hparams.HParamsConflictError) as error:
+    run_hparams.resolve_hparams(output_dir, "transformer_tiny", "d_ff=100")
   default = t2tlite.create_hparams("transformer_tiny").dropout
   assert f"dropout: saved 0.2, requested {default}" in str(error.value)
   assert "use another output_dir" in str(error.value)
   # Overrides alone apply to the saved hparams.
-  assert trainer_lib.resolve_hparams(output_dir, None, "d_ff=100") == hp
-  with pytest.raises(trainer_lib.HParamsConflictError,
+  assert run_hparams.resolve_hparams(output_dir, None, "d_ff=100") == hp
+  with pytest.raises(run_hparams.HParamsConflictError,
                      match="d_ff: saved 100, requested 64") as error:
-    trainer_lib.resolve_hparams(output_dir, None, "d_ff=64")
+    run_hparams.resolve_hparams(output_dir, None, "d_ff=64")
   assert "hparams_set=(the saved one)" in str(error.value)
   with pytest.raises(ValueError, match="hparams_set is required"):
-    trainer_lib.resolve_hparams(str(tmp_path / "new"), None, "")
+    run_hparams.resolve_hparams(str(tmp_path / "new"), None, "")
 
 
 def test_nan_loss_stops_without_saving_the_bad_state(tmp_path, strategy):
@@ -123,7 +125,7 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   assert 0.0 <= metrics["sequence_accuracy"] <= metrics["accuracy"] <= 1.0
   assert metrics["perplexity"] == pytest.approx(math.exp(metrics["nll"]))
   assert metrics["loss"] > metrics["nll"] * 0.9
-  with open(os.path.join(output_dir, trainer_lib.EVAL_RESULTS_FILE)) as f:
+  with open(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
     assert json.load(f) == metrics
   train = train_helpers.read_scalars(output_dir)
   assert set(train) == {"loss", "nll", "learning_rate", "grad_norm",
@@ -147,8 +149,8 @@ def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
     def __call__(self, batch, training):
       return logits
 
-  trainer.model = Fixed()
-  sums = trainer._eval_replica_fn({"inputs": targets, "targets": targets})
+  trainer.evaluator.model = Fixed()
+  sums = trainer.evaluator._eval_replica_fn({"inputs": targets, "targets": targets})
   assert float(sums["tokens"]) == 7 and float(sums["correct_tokens"]) == 6
   assert float(sums["sequences"]) == 2
   assert float(sums["correct_sequences"]) == 1
