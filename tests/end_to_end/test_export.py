@@ -1,6 +1,7 @@
 """t2t-exporter: SavedModels with the tokenizer and beam search in the graph."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -313,7 +314,7 @@ def test_trainer_exports_when_training_ends(tmp_path):
   assert (f"Training computes in {auto.precision} (mixed_precision=auto): "
           f"{hardware.describe_device().summary()}") in said[0]
   python_log = [l for l in trainer.stderr.splitlines()
-                if l[:1] in "IWE" and ".py:" in l]
+                if re.match(r"\d\d:\d\d:\d\d (?:[A-Z]+ )?\w+: ", l)]
   assert "Training computes in" in python_log[0]
   with open(output_dir / "run.json") as f:
     recorded = json.load(f)["flags"]
