@@ -47,6 +47,9 @@ RESERVE_SECONDS = 5.0
 # this share of its steps (a change retraces the training step), and only
 # after this many steps at the new rate.
 REPLAN_MIN_CHANGE = 0.02
+# A re-plan is logged when it moves the run's end by more than this share
+# of the plan last logged; the final line gives the plan the run ended on.
+REPLAN_LOG_SHARE = 0.10
 
 
 class BudgetError(ValueError):
@@ -73,6 +76,35 @@ class Plan:
   def from_json(cls, record):
     return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)
                   if f.name in record})
+
+
+class ReplanLog:
+  """Which re-plans a person reads: those that move the plan last logged
+  by more than REPLAN_LOG_SHARE of its steps; `summary` counts them all.
+
+  Args:
+    train_steps: the plan first made (logged).
+  """
+
+  def __init__(self, train_steps):
+    self.planned = self.logged = train_steps
+    self.replans = 0
+
+  def replanned(self, train_steps):
+    """Counts a re-plan to `train_steps`; whether to log it."""
+    self.replans += 1
+    if abs(train_steps - self.logged) > REPLAN_LOG_SHARE * self.logged:
+      self.logged = train_steps
+      return True
+    return False
+
+  def summary(self, train_steps):
+    """"final plan 816 steps (planned 857, re-planned 4 times)"."""
+    if not self.replans:
+      return f"as planned, {train_steps} steps"
+    times = "once" if self.replans == 1 else f"{self.replans} times"
+    return (f"final plan {train_steps} steps (planned {self.planned}, "
+            f"re-planned {times})")
 
 
 def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,

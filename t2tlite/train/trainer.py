@@ -625,6 +625,7 @@ class Trainer:
                        cooldown_steps=cooldown, max_steps=ceiling)
     self.set_train_steps(total, cooldown)
     self.config = dataclasses.replace(self.config, plan=plan)
+    self.replan_log = budget.ReplanLog(total)
     if self.chief:
       run_dir.record_plan(config.output_dir, plan.to_json())
     logging.info(
@@ -686,11 +687,13 @@ class Trainer:
     if self.chief:
       run_dir.record_plan(self.config.output_dir,
                           self.config.plan.to_json())
-    logging.info(
-        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
-        "since step %d; cool-down over the last %d steps.", total,
-        plan.train_minutes, plan.train_steps, 1 / step_seconds,
-        plan.planned_at_step, cooldown)
+    logged = self.replan_log.logged  # the plan the log last showed
+    if self.replan_log.replanned(total):
+      logging.info(
+          "Re-planned %d steps for --train_minutes=%g (was %d): %.2f "
+          "steps/s since step %d; cool-down over the last %d steps.", total,
+          plan.train_minutes, logged, 1 / step_seconds,
+          plan.planned_at_step, cooldown)
 
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
@@ -732,6 +735,7 @@ class Trainer:
     iterator = iter(self.make_dataset("train", True))
     last_save = time.time()
     window = progress.Window(step)
+    self.line_pacer = progress.LinePacer.for_budget(config.train_minutes * 60)
     first_step_start = time.time() if step < config.train_steps else None
     if first_step_start:
       logging.info("Tracing the training step and filling the shuffle buffer "
@@ -815,13 +819,13 @@ class Trainer:
         self._replan(step, time.monotonic() - clock_start, eval_seconds)
         config = self.config
     if self._saved_step != step:
-      logging.info("Saving the final checkpoint...")
       self.save()
     if config.plan is not None and start_step < config.plan.planned_at_step:
       minutes = (time.monotonic() - clock_start) / 60
       (logging.info if minutes <= config.train_minutes else logging.warning)(
           "Step %d (final checkpoint) after %.1f minutes of the "
-          "%g-minute budget.", step, minutes, config.train_minutes)
+          "%g-minute budget; %s.", step, minutes, config.train_minutes,
+          self.replan_log.summary(config.train_steps))
     if evaluate and last_eval != step:
       logging.info("Final evaluation on %s...", config.eval_split)
       metrics = self.evaluate()
@@ -841,10 +845,11 @@ class Trainer:
                                  eval_seconds or 0.0)
     eta = (f"  ETA {progress.format_duration(left)}"
            if step < config.train_steps else "")
-    logging.info(
-        "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
-        "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
-        stats["loss"], stats["nll"], stats["learning_rate"],
-        stats["grad_norm"], stats["steps_per_sec"], stats["tokens_per_sec"],
-        eta)
+    if self.line_pacer.due(last=step >= config.train_steps):
+      logging.info(
+          "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
+          "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
+          stats["loss"], stats["nll"], stats["learning_rate"],
+          stats["grad_norm"], stats["steps_per_sec"],
+          stats["tokens_per_sec"], eta)
     self._summaries("", step, stats)
