@@ -277,6 +277,13 @@ def test_t2t_exporter_command_adds_the_next_version(exported):
   assert run.returncode == 0, run.stderr[-3000:]
   new = before[-1] + 1
   assert run.stdout.strip() == os.path.join(export_dir, str(new))
+  # The log says what was exported: the checkpoint, precision, settings
+  # (the searches as settled in the graph: 1 or 2 by the machine's cores).
+  assert re.search(
+      rf"Exported {re.escape(folder)}/ckpt-1 in float32 \(greedy search"
+      rf"(; concurrent_searches=\d)?\) as "
+      rf"{re.escape(os.path.join(export_dir, str(new)))}$", run.stderr,
+      re.M), run.stderr
   assert exporter.versions(export_dir) == before + [new]
   with open(os.path.join(export_dir, str(new), exporter.METADATA_FILE)) as f:
     assert json.load(f)["decode_hparams"]["beam_size"] == 1
