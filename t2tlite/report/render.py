@@ -195,8 +195,10 @@ def _result_rows(results):
   rows = []
   if metric is not None:
     rows.append([metric, results.pop(metric, scores.get(metric))])
-  rows += [[name, value] for name, value in scores.items()
-           if name != metric and results.pop(name, value) is not None]
+  for name, value in scores.items():
+    results.pop(name, None)  # the trainer copies the scores to the top
+    if name != metric:
+      rows.append([name, value])
   if best_value is not None:
     rows.append([f"best {metric or 'score'}",
                  f"{_number(best_value)} at step {best_step}"])
