@@ -72,7 +72,7 @@ def test_quick_start_log_is_short_and_readable(quick_start):
   assert re.search(r" trainer: Planned \d+ steps for --train_minutes=0.75",
                    text)
   assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
-                   r"(as planned|final plan) \d+ steps", text), text
+                   r"(as planned,|final plan) \d+ steps", text), text
   # The decode settings as the strategy in use, not the dataclass dump.
   assert "beam search: beam_size=4, alpha=0.6" in text
   assert "DecodeHParams(" not in text
