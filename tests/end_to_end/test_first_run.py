@@ -86,7 +86,7 @@ def test_verbosity_brings_back_absl_prefix(quick_start):
   decoder = subprocess.run(
       [train_helpers.console_script("t2t-decoder"),
        f"--output_dir={output_dir}", "--decode_interactive",
-       "--verbosity=0"],
+       "--verbosity=1"],
       input="1 2 3\n", capture_output=True, text=True, env=_env(),
       timeout=300)
   assert decoder.returncode == 0, decoder.stderr[-5000:]
