@@ -23,7 +23,7 @@ import train_helpers
 QUICK_START = ["--problem=algorithmic_reverse",
                "--hparams_set=transformer_tiny_quick", "--generate_data",
                "--local_eval_frequency=0"]
-SHORTER = ["--train_minutes=0.75",
+SHORTER = ["--train_minutes=1",
            "--hparams=warmup_steps=20,learning_rate_cooldown_steps=40",
            "--eval_decode_samples=200"]
 MAX_LINES = 30  # the whole quick start's stderr, trainer and decoder
@@ -69,7 +69,7 @@ def test_quick_start_log_is_short_and_readable(quick_start):
     # time, level when not INFO, component
     assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
   text = "\n".join(lines)
-  assert re.search(r" trainer: Planned \d+ steps for --train_minutes=0.75",
+  assert re.search(r" trainer: Planned \d+ steps for --train_minutes=1",
                    text)
   assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
                    r"(as planned,|final plan) \d+ steps", text), text
@@ -137,7 +137,7 @@ def test_report_of_the_quick_start_reads_true(quick_start, browser,
     hparams = page.inner_text("#hparams")
     assert (f"train_steps: {hp_steps} in the hparams; this run made {made} "
             f"steps, of the {plan['train_steps']} planned for "
-            "--train_minutes=0.75") in hparams, hparams
+            "--train_minutes=1") in hparams, hparams
     assert page.inner_text("header").count(f"{made} steps made") == 1
     # One evaluation: a point, in the tables, not a plot of its own.
     alts = page.eval_on_selector_all("#curves img",
