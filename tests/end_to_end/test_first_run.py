@@ -120,8 +120,9 @@ def test_report_of_the_quick_start_reads_true(quick_start, browser,
   page = browser.new_page(viewport={"width": 1200, "height": 900})
   try:
     page.goto("file://" + path)
-    shot = tmp_path_factory.mktemp("screenshots") / "quick_start_report.png"
-    page.screenshot(path=str(shot), full_page=True)
+    shot = browser_lib.screenshot_path(tmp_path_factory.mktemp("screenshots"),
+                                       "quick_start_report.png")
+    page.screenshot(path=shot, full_page=True)
     print(f"screenshot of {path}: {shot}")
     # The evaluation results: named values, the dev metric first.
     rows = [row.split("\t") for row in

@@ -358,8 +358,8 @@ def test_report_is_one_offline_page_with_curves_and_metrics(short_run,
         "#curves img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
     assert len(widths) == 6 and all(w > 100 for w in widths)
     assert requests == []
-    shot = tmp_path / "report.png"
-    page.screenshot(path=str(shot), full_page=True)
+    shot = browser_lib.screenshot_path(tmp_path, "short_run_report.png")
+    page.screenshot(path=shot, full_page=True)
     print(f"screenshot of {path}: {shot}")
     # Each dev plot holds metrics of one scale: the fractions (0-1) on one,
     # every other score on its own.
