@@ -23,7 +23,9 @@ Until the cool-down starts, the plan is re-estimated at each logged step
 from the rate since it was made (`replanned_train_steps`): the learning
 rate before the cool-down does not depend on the run's length, so a plan
 made during a load spike, or on a rate that drifts later, is corrected
-while that is still free. Each change is recorded in run.json.
+while that is still free. Each change is recorded in run.json; the log
+shows those that move the plan it last showed by more than REPLAN_LOG_SHARE
+(`ReplanLog`), and the plan the run ended on.
 
 `plan_train_steps` and `replanned_train_steps` are pure functions of their
 numbers; `StepRateMeter` takes its clock as an argument, so all are tested
