@@ -32,6 +32,42 @@ LONG_FILES = ("test_parsing_real_data.py", "test_quickstart.py",
               "test_multi30k_download.py")
 
 
+# Tests marked slow that this run left out (pytest.ini's -m "not slow"),
+# said in the summary: under pytest-xdist each worker collects, and so
+# counts, every test; it hands its count to the controller, which prints.
+_SLOW_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_deselected(items):
+  if items:
+    stash = items[0].config.stash
+    stash[_SLOW_LEFT_OUT] = stash.get(_SLOW_LEFT_OUT, 0) + sum(
+        1 for item in items if item.get_closest_marker("slow"))
+
+
+def pytest_sessionfinish(session):
+  workeroutput = getattr(session.config, "workeroutput", None)
+  if workeroutput is not None:  # a pytest-xdist worker
+    workeroutput["slow_left_out"] = session.config.stash.get(_SLOW_LEFT_OUT,
+                                                             0)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+  count = getattr(node, "workeroutput", {}).get("slow_left_out", 0)
+  stash = node.config.stash
+  # Every worker collected the same tests: the largest count, not the sum.
+  stash[_SLOW_LEFT_OUT] = max(stash.get(_SLOW_LEFT_OUT, 0), count)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+  count = config.stash.get(_SLOW_LEFT_OUT, 0)
+  if count:
+    terminalreporter.write_line(
+        f"{count} slow test{'s' if count > 1 else ''} left out (minutes of "
+        "real training each; `python -m pytest -m slow` runs them)")
+
+
 def pytest_collection_modifyitems(config, items):
   def rank(item):
     name = item.path.name

@@ -6,7 +6,10 @@
   flags of the main module, which it finds by sys.argv[0]; for a console
   script that is the generated wrapper, which defines none, so `run`
   registers the module's key flags (its own and the ones it adopted) under
-  sys.argv[0], and shows the module's docstring as the usage text.
+  sys.argv[0], and shows the module's docstring as the usage text, with
+  the flags under "flags:" (not under absl's header naming the wrapper).
+* Log lines are short (`t2tlite.bin.log_lines`): time, level when not
+  INFO, component; --verbosity (-v) brings back absl's full prefix.
 * Positional arguments are a usage error.
 * Required flags are checked in one place, with one message
   (`--NAME is required: HELP`).
@@ -26,6 +29,7 @@ from absl import app
 from absl import flags
 
 from t2tlite import files
+from t2tlite.bin import log_lines
 from t2tlite.registry import RegistryError
 
 
@@ -84,6 +88,30 @@ def _asked_for_help(argv):
   return False
 
 
+def _usage_without_module_header(usage):
+  """absl's `app.usage`, except that --help (shorthelp) lists the flags
+  under "flags:" without absl's header line naming the module, which for a
+  console script is the wrapper's path (/usr/local/bin/t2t-NAME:)."""
+
+  def short_usage(shorthelp=False, writeto_stdout=False, detailed_error=None,
+                  exitcode=None):
+    if not shorthelp:
+      return usage(shorthelp, writeto_stdout, detailed_error, exitcode)
+    out = sys.stdout if writeto_stdout else sys.stderr
+    listed = flags.FLAGS.main_module_help()
+    # "\n/path/to/t2t-NAME:\n  --flag: ..." -> "  --flag: ..."
+    listed = re.sub(r"\A\n?[^\n]*:\n", "", listed)
+    out.write(sys.modules["__main__"].__doc__ or "")
+    out.write("\nflags:\n\n" + listed + "\n" if listed else "\n")
+    if detailed_error is not None:
+      out.write(f"\n{detailed_error}\n")
+    if exitcode is not None:
+      sys.exit(exitcode)
+    return None
+
+  return short_usage
+
+
 def _parse_flags(argv):
   """absl's parsing, except that --help exits with status 0 (absl exits
   with 1 after printing the usage)."""
@@ -134,6 +162,7 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
     return 1
 
   def main(argv):
+    log_lines.install(flag_values["verbosity"].present)
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     missing = _missing(flag_values, required, info_flags)
@@ -152,4 +181,7 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
         message += " Plugins load with --t2t_usr_dir."
       return fail(message)
 
+  if not getattr(app.usage, "without_module_header", False):
+    app.usage = _usage_without_module_header(app.usage)
+    app.usage.without_module_header = True
   app.run(main, flags_parser=_parse_flags)

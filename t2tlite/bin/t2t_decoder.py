@@ -29,6 +29,7 @@ from absl import logging
 
 from t2tlite import files
 from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
+from t2tlite.decode import describe
 from t2tlite.decode.settings import DecodeHParams
 
 # TensorFlow loads when these are first used, after the flags are parsed.
@@ -116,7 +117,8 @@ def _load():
     raise ValueError(
         f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
         f"{info.problem}; leave --problem out to use the trained one.")
-  logging.info("Decoding with %s (%s), %s", path, info.problem, hp)
+  logging.info("Decoding with %s (%s), %s", path, info.problem,
+               describe.describe(hp))
   vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
   target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
   constraint = problem_decoding.decode_constraint(info.problem, vocab,

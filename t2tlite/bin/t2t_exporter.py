@@ -6,7 +6,8 @@ r"""t2t-exporter: writes a trained model as a SavedModel for TF Serving.
         [--decode_hparams="beam_size=4,alpha=0.6"]
 
 Writes EXPORT_DIR/<version>/ (the next integer; default EXPORT_DIR is
-OUTPUT_DIR/export) and prints its path. The SavedModel takes raw UTF-8 text
+OUTPUT_DIR/export) and prints its path (and, on stderr, the checkpoint,
+precision and decode settings it holds). The SavedModel takes raw UTF-8 text
 (signature serving_default) or token ids (signature translate_ids); the
 tokenizer and the beam search run inside the graph, with the decode hparams
 fixed at export. Inputs longer than hparams.max_length tokens (EOS included)
@@ -26,12 +27,18 @@ inputs and detokenize its outputs (docs/decoding.md). Decode hparams and
 type when it loads the model.
 """
 
+import json
+import os
+
 from absl import flags
+from absl import logging
 
 from t2tlite.bin import common_flags
 from t2tlite.bin import console
 from t2tlite.bin import precision_flags
 from t2tlite.bin import run_flags
+from t2tlite.decode import describe
+from t2tlite.decode.settings import DecodeHParams
 
 # --output_dir, --checkpoint_path and --decode_hparams, as in t2t-decoder.
 flags.adopt_module_key_flags(run_flags)
@@ -61,10 +68,23 @@ def _run():
     except ImportError as error:  # the optional extra is not installed
       raise console.CommandError(str(error)) from None
     return
-  print(export_saved_model(FLAGS.output_dir, export_dir=FLAGS.export_dir,
-                           checkpoint_path=FLAGS.checkpoint_path,
-                           decode_hparams=FLAGS.decode_hparams,
-                           precision=FLAGS.mixed_precision))
+  path = export_saved_model(FLAGS.output_dir, export_dir=FLAGS.export_dir,
+                            checkpoint_path=FLAGS.checkpoint_path,
+                            decode_hparams=FLAGS.decode_hparams,
+                            precision=FLAGS.mixed_precision)
+  logging.info("%s", _exported(path))
+  print(path)
+
+
+def _exported(path):
+  """What the SavedModel at `path` holds, from its metadata: "Exported
+  CHECKPOINT in PRECISION (DECODE SETTINGS) as PATH"."""
+  from t2tlite.export.exporter import METADATA_FILE
+  with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
+    metadata = json.load(f)
+  settings = describe.describe(DecodeHParams(**metadata["decode_hparams"]))
+  return (f"Exported {metadata['checkpoint']} in {metadata['precision']} "
+          f"({settings}) as {path}")
 
 
 def main():

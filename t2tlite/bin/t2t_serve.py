@@ -85,7 +85,27 @@ def _listen(waitress, app, limits):
       ident="t2t-serve")
 
 
+# The web server's packages, brought by the `serving` extra.
+SERVING_EXTRA = "pip install 't2tlite[serving]'"
+
+
+def _web_packages_missing():
+  """The first of waitress and flask that cannot be imported, or None."""
+  for name in ("waitress", "flask"):
+    try:
+      __import__(name)
+    except ImportError:
+      return name
+  return None
+
+
 def _run():
+  missing = _web_packages_missing()
+  if missing:
+    # A missing extra, not a bug: one line, exit code 2 (a usage error).
+    sys.stderr.write(f"t2t-serve: error: the web server needs the serving "
+                     f"extra ({missing} is not installed): {SERVING_EXTRA}\n")
+    return 2
   import waitress
 
   limits = _limits()

@@ -72,7 +72,9 @@ flags.DEFINE_integer("save_checkpoints_secs", 600, "Write a checkpoint at "
                      "minutes), and at the end.", lower_bound=0)
 flags.DEFINE_integer("log_step_count_steps", 100, "Print progress and write "
                      "training summaries every this many steps (their loss "
-                     "is the mean over those steps).", lower_bound=1)
+                     "is the mean over those steps); with --train_minutes, "
+                     "a progress line at most every eighth of the budget.",
+                     lower_bound=1)
 flags.DEFINE_enum("schedule", "train_and_evaluate",
                   ["train", "train_and_evaluate", "evaluate"],
                   "train; train_and_evaluate (evaluate on dev every "

@@ -8,7 +8,6 @@ import base64
 import datetime
 import html
 import io
-import json
 import statistics
 
 import matplotlib
@@ -20,6 +19,13 @@ from matplotlib.figure import Figure  # noqa: E402
 _TRAIN_LOSSES = ("loss", "nll")
 _THROUGHPUT = ("tokens_per_sec", "steps_per_sec")
 _METRICS_SKIP = ("step", "wall_time", "split", "tokens", "sequences")
+# Dev metrics that are fractions (0-1); the others are scores of their own
+# scale (BLEU, exact match and F1: 0-100).
+_FRACTIONS = ("accuracy", "sequence_accuracy")
+# eval_results.json's fields in the order a person reads them, after the
+# dev metric and its other scores.
+_RESULT_ORDER = ("accuracy", "sequence_accuracy", "loss", "nll", "perplexity",
+                 "sequences", "tokens", "split", "step")
 
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;
@@ -70,8 +76,18 @@ def _plot(title, ylabel, series):
   return _png(fig)
 
 
+def _text(value):
+  """A cell's text: dicts as `name=value, ...` and lists joined, never a
+  Python repr."""
+  if isinstance(value, dict):
+    return ", ".join(f"{k}={_text(v)}" for k, v in value.items())
+  if isinstance(value, (list, tuple)):
+    return ", ".join(_text(v) for v in value)
+  return str(_number(value))
+
+
 def _esc(value):
-  return html.escape(str(value))
+  return html.escape(_text(value))
 
 
 def _table(rows, header=None, classes=None):
@@ -124,6 +140,24 @@ def _metric_series(run):
   return series
 
 
+def _metric_plots(run):
+  """[(title, ylabel, series)]: the dev metrics, each plot on one scale.
+  The trainer's teacher-forced accuracies (fractions, 0-1) share one; every
+  other metric (BLEU, exact match, F1 are 0-100; a plugin's own score may
+  be anything) gets a plot of its own, so no curve reads as flat zero
+  beside another a hundred times larger."""
+  series = _metric_series(run)
+  fractions = {name: points for name, points in series.items()
+               if name[len("dev "):] in _FRACTIONS}
+  plots = [("Dev accuracy (teacher-forced)", "fraction (0-1)", fractions)]
+  plots += [(f"Dev {name[len('dev '):]}", name[len("dev "):],
+             {name: points}) for name, points in series.items()
+            if name not in fractions]
+  # One evaluation is a point, not a curve: the tables hold it.
+  return [plot for plot in plots
+          if max(map(len, plot[2].values()), default=0) >= 2]
+
+
 def _dev_losses(run):
   points = list(run.eval.get("loss", []))
   if not points:
@@ -148,6 +182,53 @@ def _evaluations(run):
   rows = [[step] + [_number(by_step[step].get(n, "")) for n in names]
           for step in sorted(by_step)]
   return rows, ["step"] + names
+
+
+def _result_rows(results):
+  """eval_results.json as [name, value] rows: the dev metric and its other
+  scores first (the "scores" map spread into rows), the best so far, then
+  the teacher-forced figures and the counts."""
+  results = dict(results)
+  metric, scores = results.pop("metric", None), results.pop("scores", {})
+  best_value, best_step = (results.pop("best_value", None),
+                           results.pop("best_step", None))
+  rows = []
+  if metric is not None:
+    rows.append([metric, results.pop(metric, scores.get(metric))])
+  for name, value in scores.items():
+    results.pop(name, None)  # the trainer copies the scores to the top
+    if name != metric:
+      rows.append([name, value])
+  if best_value is not None:
+    rows.append([f"best {metric or 'score'}",
+                 f"{_number(best_value)} at step {best_step}"])
+  rows += [[name, results.pop(name)] for name in _RESULT_ORDER
+           if name in results]
+  return rows + [[name, value] for name, value in sorted(results.items())]
+
+
+def _steps_made(run):
+  """The last step the run reached: its newest checkpoint's or training
+  summary's; None when it has neither."""
+  steps = [c.step for c in run.checkpoints if c.kind == "run" and
+           c.step is not None]
+  steps += [points[-1][0] for points in run.train.values() if points]
+  return max(steps) if steps else None
+
+
+def _train_steps_text(run):
+  """The hparams' train_steps beside the steps the run made: a run with
+  --train_minutes plans its own length (run.json's "plan")."""
+  hp_steps = (run.hparams or {}).get("train_steps")
+  made = _steps_made(run)
+  plan = (run.run_info or {}).get("plan")
+  if plan:
+    return (f"{hp_steps} in the hparams; this run made {made} steps, of the "
+            f"{plan['train_steps']} planned for --train_minutes="
+            f"{plan['train_minutes']:g} (run.json)")
+  if made is not None and made != hp_steps:
+    return f"{hp_steps} in the hparams; this run made {made}"
+  return hp_steps
 
 
 def _best(run):
@@ -206,41 +287,48 @@ def _machine_section(run):
           if v is not None]
   if not rows:
     return _missing("No run.json (the run was not started by t2t-trainer).")
-  flags = (info.get("flags") or {})
-  flag_rows = [[f"--{k}", json.dumps(v) if isinstance(v, (dict, list)) else v]
-               for k, v in sorted(flags.items()) if k != "precision" and
-               v not in (None, "")]
-  return _table(rows) + ("<h2>Flags</h2>" + _table(flag_rows)
-                         if flag_rows else "")
+  return _table(rows)
+
+
+def _flags_section(run):
+  flags = (run.run_info or {}).get("flags") or {}
+  rows = [[f"--{k}", v] for k, v in sorted(flags.items())
+          if k != "precision" and v not in (None, "")]
+  return _table(rows) if rows else _missing("No flags recorded in run.json.")
 
 
 def render(run):
   """The report page of a collect.Run (a str of HTML)."""
   name = run.folder
-  last_step = max([p[-1][0] for p in run.train.values() if p] or [None],
-                  key=lambda s: -1 if s is None else s)
+  made = _steps_made(run)
   train_loss = {f"train {t}": run.train.get(t, []) for t in _TRAIN_LOSSES}
-  plots = [
-      _plot("Loss", "per token", {**train_loss,
-                                  "dev loss": _dev_losses(run)}),
-      _plot("Dev metrics", "", _metric_series(run)),
-      _plot("Throughput", "tokens per second (source + target)",
-            {"training": run.train.get("tokens_per_sec", [])}),
-      _plot("Learning rate", "", {"learning rate":
-                                  run.train.get("learning_rate", [])}),
+  specs = [
+      ("Loss", "per token", {**train_loss, "dev loss": _dev_losses(run)}),
+      *_metric_plots(run),
+      ("Throughput", "tokens per second (source + target)",
+       {"training": run.train.get("tokens_per_sec", [])}),
+      ("Learning rate", "", {"learning rate":
+                             run.train.get("learning_rate", [])}),
   ]
-  plots = [p for p in plots if p]
+  # Each image's alt text names the curves it draws.
+  plots = [(f"{title}: {', '.join(k for k, v in series.items() if v)}",
+            _plot(title, ylabel, series)) for title, ylabel, series in specs]
+  plots = [(alt, url) for alt, url in plots if url]
   curves = ("<div class='plots'>" + "".join(
-      f"<img alt='plot' src='{p}'>" for p in plots) + "</div>") if plots else (
-          _missing("No summaries."))
-  results = (_table([[k, _number(v)] for k, v in sorted(
-      run.eval_results.items())]) if run.eval_results else
+      f"<img alt='{_esc(alt)}' src='{url}'>" for alt, url in plots) +
+            "</div>") if plots else _missing("No summaries.")
+  if any(_metric_series(run).values()) and not _metric_plots(run):
+    curves += _missing("One dev evaluation: its figures are in the tables "
+                       "(Evaluation results, Dev evaluations), not plotted.")
+  results = (_table(_result_rows(run.eval_results)) if run.eval_results else
              _missing("No eval_results.json (the run has not evaluated)."))
   throughput = _throughput(run)
   evaluations = _evaluations(run)
   hparams = (_missing("No hparams.json.") if not run.hparams else
+             f"<p>train_steps: {_esc(_train_steps_text(run))}.</p>"
              "<div class='cols'>" + _table(
-                 [[k, v] for k, v in sorted(run.hparams.items())]) + "</div>")
+                 [[k, v] for k, v in sorted(run.hparams.items())]) +
+             "</div>")
   generated = datetime.datetime.now(datetime.timezone.utc).strftime(
       "%Y-%m-%d %H:%M UTC")
   body = [
@@ -254,10 +342,11 @@ def render(run):
                "throughput"),
       _section("Checkpoints", _checkpoints_section(run), "checkpoints"),
       _section("Machine and precision", _machine_section(run), "machine"),
+      _section("Flags", _flags_section(run), "flags"),
       _section("Hparams", hparams, "hparams"),
   ]
-  subtitle = (f"last logged step {last_step}; " if last_step is not None
-              else "") + f"report written {generated}"
+  subtitle = (f"{made} steps made; " if made is not None else
+              "") + f"report written {generated}"
   return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
           f"<title>t2tlite run {_esc(name)}</title><style>{_STYLE}</style>"
           f"</head><body><header><h1>Run {_esc(name)}</h1><p>"

@@ -23,7 +23,9 @@ Until the cool-down starts, the plan is re-estimated at each logged step
 from the rate since it was made (`replanned_train_steps`): the learning
 rate before the cool-down does not depend on the run's length, so a plan
 made during a load spike, or on a rate that drifts later, is corrected
-while that is still free. Each change is recorded in run.json.
+while that is still free. Each change is recorded in run.json; the log
+shows those that move the plan it last showed by more than REPLAN_LOG_SHARE
+(`ReplanLog`), and the plan the run ended on.
 
 `plan_train_steps` and `replanned_train_steps` are pure functions of their
 numbers; `StepRateMeter` takes its clock as an argument, so all are tested
@@ -53,6 +55,9 @@ RESERVE_SECONDS = 5.0
 # this share of its steps (a change retraces the training step), and only
 # after this many steps at the new rate.
 REPLAN_MIN_CHANGE = 0.02
+# A re-plan is logged when it moves the run's end by more than this share
+# of the plan last logged; the final line gives the plan the run ended on.
+REPLAN_LOG_SHARE = 0.10
 
 
 class BudgetError(ValueError):
@@ -79,6 +84,35 @@ class Plan:
   def from_json(cls, record):
     return cls(**{f.name: record[f.name] for f in dataclasses.fields(cls)
                   if f.name in record})
+
+
+class ReplanLog:
+  """Which re-plans a person reads: those that move the plan last logged
+  by more than REPLAN_LOG_SHARE of its steps; `summary` counts them all.
+
+  Args:
+    train_steps: the plan first made (logged).
+  """
+
+  def __init__(self, train_steps):
+    self.planned = self.logged = train_steps
+    self.replans = 0
+
+  def replanned(self, train_steps):
+    """Counts a re-plan to `train_steps`; whether to log it."""
+    self.replans += 1
+    if abs(train_steps - self.logged) > REPLAN_LOG_SHARE * self.logged:
+      self.logged = train_steps
+      return True
+    return False
+
+  def summary(self, train_steps):
+    """"final plan 816 steps (planned 857, re-planned 4 times)"."""
+    if not self.replans:
+      return f"as planned, {train_steps} steps"
+    times = "once" if self.replans == 1 else f"{self.replans} times"
+    return (f"final plan {train_steps} steps (planned {self.planned}, "
+            f"re-planned {times})")
 
 
 def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
@@ -285,6 +319,9 @@ class Planner:
     self.warmup_steps, self.cooldown_steps = warmup_steps, cooldown_steps
     self.chief_values, self.evaluate = chief_values, evaluate
     self.apply, self.record = apply, record
+    # Which re-plans the log shows; made with the plan this process makes.
+    self.replan_log = (ReplanLog(config.plan.train_steps) if config.plan
+                       else None)
     # Evaluations every this many steps (and one at the end); 0: none.
     self.eval_every = (config.local_eval_frequency
                        if config.schedule == "train_and_evaluate" else 0)
@@ -334,6 +371,7 @@ class Planner:
                 step_seconds=step_seconds, eval_seconds=eval_seconds,
                 cooldown_steps=cooldown, max_steps=ceiling)
     self._fix(plan)
+    self.replan_log = ReplanLog(total)
     logging.info(
         "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
         "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
@@ -385,8 +423,10 @@ class Planner:
     self._fix(dataclasses.replace(plan, train_steps=total,
                                   cooldown_steps=cooldown,
                                   replanned_at_step=step))
-    logging.info(
-        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
-        "since step %d; cool-down over the last %d steps.", total,
-        plan.train_minutes, plan.train_steps, 1 / step_seconds,
-        plan.planned_at_step, cooldown)
+    logged = self.replan_log.logged  # the plan the log last showed
+    if self.replan_log.replanned(total):
+      logging.info(
+          "Re-planned %d steps for --train_minutes=%g (was %d): %.2f "
+          "steps/s since step %d; cool-down over the last %d steps.", total,
+          plan.train_minutes, logged, 1 / step_seconds,
+          plan.planned_at_step, cooldown)

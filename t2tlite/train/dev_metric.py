@@ -23,6 +23,7 @@ from t2tlite import run_dir
 from t2tlite.data import trees
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import decoding
+from t2tlite.decode import describe
 from t2tlite.evaluate import bleu, parsing_f1
 
 BUILT_IN = ("bleu", "bracket_f1", "exact_match")
@@ -155,6 +156,6 @@ class DevMetric:
     seconds = time.time() - start
     logging.info("dev %s of %s: %.2f (%d sentences decoded, %s, %.1fs)",
                  self.name, checkpoint_path, scores[self.name],
-                 len(self.pairs), self.hp, seconds)
+                 len(self.pairs), describe.describe(self.hp), seconds)
     return MetricResult(self.name, scores[self.name], scores,
                         len(self.pairs), seconds)

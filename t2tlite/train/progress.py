@@ -81,3 +81,37 @@ def format_duration(seconds):
   if seconds >= 60:
     return f"{seconds // 60}m{seconds % 60:02d}s"
   return f"{seconds}s"
+
+
+# A budgeted run prints about this many progress lines, whatever the
+# machine's step rate (a fast machine would otherwise print one every
+# log_every_steps, dozens in two minutes).
+PROGRESS_LINES = 8
+
+
+class LinePacer:
+  """Spaces the console's progress lines at least `min_seconds` apart (the
+  summaries are still written at every logged step).
+
+  Args:
+    min_seconds: 0 prints every line asked for.
+    clock: a callable returning seconds (time.monotonic; tests pass a fake).
+  """
+
+  def __init__(self, min_seconds, clock=time.monotonic):
+    self.min_seconds, self._clock = min_seconds, clock
+    self._last = None
+
+  @classmethod
+  def for_budget(cls, budget_seconds, clock=time.monotonic):
+    """PROGRESS_LINES lines over a budget; every line without one (0)."""
+    return cls(budget_seconds / PROGRESS_LINES if budget_seconds > 0 else 0.0,
+               clock)
+
+  def due(self, last=False):
+    """Whether to print a line now (`last`: the run's last step, always)."""
+    now = self._clock()
+    if last or self._last is None or now - self._last >= self.min_seconds:
+      self._last = now
+      return True
+    return False

@@ -274,6 +274,7 @@ class Trainer:
     iterator = iter(self.make_dataset("train", True))
     last_save = time.time()
     window = progress.Window(step)
+    self.line_pacer = progress.LinePacer.for_budget(config.train_minutes * 60)
     first_step_start = time.time() if step < config.train_steps else None
     if first_step_start:
       logging.info("Tracing the training step and filling the shuffle buffer "
@@ -349,13 +350,13 @@ class Trainer:
                             eval_seconds)
         config = self.config
     if self._saved_step != step:
-      logging.info("Saving the final checkpoint...")
       self.save()
     if config.plan is not None and start_step < config.plan.planned_at_step:
       minutes = (time.monotonic() - clock_start) / 60
       (logging.info if minutes <= config.train_minutes else logging.warning)(
           "Step %d (final checkpoint) after %.1f minutes of the "
-          "%g-minute budget.", step, minutes, config.train_minutes)
+          "%g-minute budget; %s.", step, minutes, config.train_minutes,
+          self.planner.replan_log.summary(config.train_steps))
     if evaluate and last_eval != step:
       logging.info("Final evaluation on %s...", config.eval_split)
       metrics = self.evaluate()
@@ -375,10 +376,11 @@ class Trainer:
                                  eval_seconds or 0.0)
     eta = (f"  ETA {progress.format_duration(left)}"
            if step < config.train_steps else "")
-    logging.info(
-        "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
-        "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
-        stats["loss"], stats["nll"], stats["learning_rate"],
-        stats["grad_norm"], stats["steps_per_sec"], stats["tokens_per_sec"],
-        eta)
+    if self.line_pacer.due(last=step >= config.train_steps):
+      logging.info(
+          "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
+          "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
+          stats["loss"], stats["nll"], stats["learning_rate"],
+          stats["grad_norm"], stats["steps_per_sec"],
+          stats["tokens_per_sec"], eta)
     self.summaries.write("", step, stats)

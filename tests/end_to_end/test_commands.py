@@ -15,9 +15,12 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "support" / "plugins"
 BIN = pathlib.Path(sys.executable).parent
 # Lines in absl/glog format ("I1123 11:36:36.895 12345 file.py:396] ..."),
-# which are noise unless logged by t2tlite's own modules.
+# or the commands' short one ("11:36:36 WARNING trainer: ..."), which are
+# noise unless logged by t2tlite's own modules.
 _LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ ([\w.]+):\d+\] ")
+_SHORT_LINE = re.compile(r"^\d\d:\d\d:\d\d (?:[A-Z]+ )?(\w+): ")
 _OWN_FILES = {path.name for path in (REPO / "t2tlite").rglob("*.py")}
+_OWN_MODULES = {name[:-3] for name in _OWN_FILES}
 TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16,"
         "batch_size=256,warmup_steps=10")
 
@@ -32,9 +35,10 @@ def noise(output):
   """The lines of `output` that TensorFlow or absl printed, not t2tlite."""
   lines = []
   for line in output.splitlines():
-    match = _LOG_LINE.match(line)
+    match, short = _LOG_LINE.match(line), _SHORT_LINE.match(line)
     if ("absl::InitializeLog" in line or "rebuild TensorFlow" in line or
-        (match and match.group(1) not in _OWN_FILES)):
+        (match and match.group(1) not in _OWN_FILES) or
+        (short and short.group(1) not in _OWN_MODULES)):
       lines.append(line)
   return lines
 
@@ -91,6 +95,10 @@ def test_every_command_has_help():
       assert ("--output_dir=~/t2t_train/ende [--problem=translate_ende_wmt] "
               "\\\n" in output) == (name == "t2t-decoder")
       assert "Try --helpfull" in output, f"{name} --help:\n{output[-2000:]}"
+      # The flags follow "flags:" directly, under no header naming the
+      # wrapper script's path (absl's module header).
+      assert re.search(r"^flags:\n\n  --", output, re.M), output[-3000:]
+      assert not re.search(r"^\S*/\S*:$", output, re.M), output[:3000]
       listed = set(re.findall(r"^\s+--(?:\[no\])?(\w+)", output, re.M))
       missing = flags_in_use(module_of[name]) - listed
       assert not missing, f"{name} --help lacks {missing}:\n{output[-3000:]}"
@@ -128,8 +136,10 @@ def test_noise_detection_sees_tensorflow_lines():
   assert noise("I0000 00:00:1795433238.790204    5997 port.cc:153] oneDNN\n"
                "WARNING: All log messages before absl::InitializeLog() is "
                "called are written to STDERR")
+  assert noise("11:36:36 WARNING saved_model_builder: assets written")
   assert not noise("I1123 11:36:36.895241 139902 trainer.py:396] Training "
-                   "to step 20\nt2t-decoder: warning: longer")
+                   "to step 20\nt2t-decoder: warning: longer\n"
+                   "11:36:36 trainer: Training to step 20")
 
 
 @pytest.mark.timeout(180)
@@ -265,7 +275,7 @@ def test_training_says_what_it_does_and_stays_quiet(plugin_run):
   assert not noise(run.stderr), run.stderr[:3000]
   order = ["Training to step 4", "Building the input pipeline...",
            "Tracing the training step", "First step done in",
-           "step 2/4", "ETA ", "step 4/4", "Saving the final checkpoint...",
+           "step 2/4", "ETA ", "step 4/4", "Saved checkpoint ",
            "Final evaluation on dev..."]
   positions = [run.stderr.find(text) for text in order]
   assert -1 not in positions and positions == sorted(positions), run.stderr
@@ -398,3 +408,22 @@ def test_other_commands_print_only_their_own_lines(plugin_run, tmp_path):
     for process in started.values():
       if process.poll() is None:
         process.kill()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("blocked", ["waitress", "flask"])
+def test_serve_without_its_extra_names_the_extra(tmp_path, blocked):
+  """t2t-serve in a process where the serving extra's package cannot be
+  imported (as without `pip install 't2tlite[serving]'`): exit code 2, one
+  line naming the extra, no traceback."""
+  code = ("import sys; sys.modules[sys.argv[1]] = None; "
+          "sys.argv = ['t2t-serve'] + sys.argv[2:]; "
+          "from t2tlite.bin.t2t_serve import main; main()")
+  run = subprocess.run(
+      [sys.executable, "-c", code, blocked, f"--model={tmp_path}"],
+      capture_output=True, text=True, env=clean_env(), timeout=100)
+  assert run.returncode == 2, run.stderr[-3000:]
+  assert run.stderr.splitlines() == [
+      f"t2t-serve: error: the web server needs the serving extra ({blocked} "
+      "is not installed): pip install 't2tlite[serving]'"], run.stderr
+  assert run.stdout == ""

@@ -1,6 +1,7 @@
 """t2t-exporter: SavedModels with the tokenizer and beam search in the graph."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -276,6 +277,13 @@ def test_t2t_exporter_command_adds_the_next_version(exported):
   assert run.returncode == 0, run.stderr[-3000:]
   new = before[-1] + 1
   assert run.stdout.strip() == os.path.join(export_dir, str(new))
+  # The log says what was exported: the checkpoint, precision, settings
+  # (the searches as settled in the graph: 1 or 2 by the machine's cores).
+  assert re.search(
+      rf"Exported {re.escape(folder)}/ckpt-1 in float32 \(greedy search"
+      rf"(; concurrent_searches=\d)?\) as "
+      rf"{re.escape(os.path.join(export_dir, str(new)))}$", run.stderr,
+      re.M), run.stderr
   assert exporter.versions(export_dir) == before + [new]
   with open(os.path.join(export_dir, str(new), exporter.METADATA_FILE)) as f:
     assert json.load(f)["decode_hparams"]["beam_size"] == 1
@@ -313,7 +321,7 @@ def test_trainer_exports_when_training_ends(tmp_path):
   assert (f"Training computes in {auto.precision} (mixed_precision=auto): "
           f"{hardware.describe_device().summary()}") in said[0]
   python_log = [l for l in trainer.stderr.splitlines()
-                if l[:1] in "IWE" and ".py:" in l]
+                if re.match(r"\d\d:\d\d:\d\d (?:[A-Z]+ )?\w+: ", l)]
   assert "Training computes in" in python_log[0]
   with open(output_dir / "run.json") as f:
     recorded = json.load(f)["flags"]

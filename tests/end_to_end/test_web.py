@@ -314,18 +314,23 @@ def short_run(tmp_path_factory):
   run_dir.write_run_info(
       folder, trainer.hp, "synthetic_reverse", train_helpers.SYNTHETIC_VOCAB,
       str(vocab), flags={"precision": precision.choose("float32").to_json()})
-  # One line per evaluation, as t2t-trainer's dev scoring writes them.
+  # One line per evaluation, as t2t-trainer's dev scoring writes them: a
+  # fraction (0-1) and a percentage (0-100, as exact_match and BLEU are),
+  # taken from the evaluation's teacher-forced figures.
   evals = train_helpers.read_scalars(os.path.join(folder, "eval"))
   with open(os.path.join(folder, "metrics.jsonl"), "w") as f:
     for step, loss in sorted(evals["loss"].items()):
-      f.write(json.dumps({"step": step, "wall_time": 0.0, "loss": loss,
-                          "dev_token_f1": evals["accuracy"][step]}) + "\n")
+      f.write(json.dumps({
+          "step": step, "wall_time": 0.0, "loss": loss,
+          "dev_token_f1": evals["accuracy"][step],
+          "exact_match": 100 * evals["sequence_accuracy"][step]}) + "\n")
   return folder, final
 
 
 @pytest.mark.timeout(300)
 def test_report_is_one_offline_page_with_curves_and_metrics(short_run,
-                                                            browser):
+                                                            browser,
+                                                            tmp_path):
   folder, final = short_run
   out = train_helpers.command("t2t-report", f"--output_dir={folder}",
                               timeout=120)
@@ -353,8 +358,19 @@ def test_report_is_one_offline_page_with_curves_and_metrics(short_run,
     # Every plot decoded from its embedded PNG, with no request made.
     widths = page.eval_on_selector_all(
         "#curves img", "imgs => imgs.map(i => i.complete && i.naturalWidth)")
-    assert len(widths) == 4 and all(w > 100 for w in widths)
+    assert len(widths) == 6 and all(w > 100 for w in widths)
     assert requests == []
+    shot = browser_lib.screenshot_path(tmp_path, "short_run_report.png")
+    page.screenshot(path=shot, full_page=True)
+    print(f"screenshot of {path}: {shot}")
+    # Each dev plot holds metrics of one scale: the fractions (0-1) on one,
+    # every other score on its own.
+    alts = page.eval_on_selector_all("#curves img",
+                                     "imgs => imgs.map(i => i.alt)")
+    assert [a for a in alts if a.startswith("Dev ")] == [
+        "Dev accuracy (teacher-forced): dev accuracy, dev sequence_accuracy",
+        "Dev dev_token_f1: dev dev_token_f1",
+        "Dev exact_match: dev exact_match"], alts
     results = dict(row.split("\t") for row in page.locator(
         "#eval-results tr").all_inner_texts())
     assert float(results["loss"]) == pytest.approx(final["loss"], rel=1e-3)

@@ -45,3 +45,14 @@ def launched():
       yield browser
     finally:
       browser.close()
+
+
+def screenshot_path(folder, name):
+  """Where a page test keeps its screenshot for a reviewer: in
+  $T2TLITE_SCREENSHOT_DIR when set (pytest's own temporary folders are
+  pruned after a few runs), else in `folder` (the test's tmp_path)."""
+  keep = os.environ.get("T2TLITE_SCREENSHOT_DIR")
+  if keep:
+    os.makedirs(keep, exist_ok=True)
+    folder = keep
+  return os.path.join(str(folder), name)

@@ -188,3 +188,23 @@ def test_planner_plans_and_replans_on_the_chief_clock():
   assert (planner.plan.train_steps, planner.plan.replanned_at_step) == (
       replanned, 250)
   assert recorded[-1] == planner.plan.to_json()
+
+
+def test_replan_log_shows_the_moves_that_matter_and_counts_all():
+  log = budget.ReplanLog(1000)
+  assert log.summary(1000) == "as planned, 1000 steps"
+  # Within REPLAN_LOG_SHARE of the plan last logged: counted, not logged.
+  assert not log.replanned(1050)
+  assert not log.replanned(950)
+  assert log.logged == 1000
+  # Further than the share: logged, and the next move is measured from it.
+  assert log.replanned(1150)
+  assert log.logged == 1150
+  assert not log.replanned(1100)
+  assert log.replanned(900)
+  assert log.summary(900) == ("final plan 900 steps (planned 1000, "
+                              "re-planned 5 times)")
+  once = budget.ReplanLog(500)
+  once.replanned(510)
+  assert once.summary(510) == ("final plan 510 steps (planned 500, "
+                               "re-planned once)")

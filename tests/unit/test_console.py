@@ -43,3 +43,27 @@ def test_user_settings_bring_the_logs_back():
   assert quiet.user_wants_logs(["t2t-x"], {"TF_CPP_MIN_LOG_LEVEL": "0"})
   assert not quiet.user_wants_logs(["t2t-x", "--vocab_size=5"], {})
   assert not quiet.user_wants_logs(["t2t-x", "--", "--verbosity=1"], {})
+
+
+def _record(level, message, module_path="/x/t2tlite/train/trainer.py"):
+  import logging
+  record = logging.LogRecord("absl", level, module_path, 704, message, (),
+                             None)
+  record.created = 1795792335.5  # 2026-11-27 (UTC) in the local zone
+  return record
+
+
+def test_log_lines_carry_time_level_when_not_info_and_component():
+  import logging
+  import re
+  import time
+  from t2tlite.bin import log_lines
+  formatter = log_lines.ShortFormatter()
+  clock = time.strftime("%H:%M:%S", time.localtime(1795792335.5))
+  assert formatter.format(_record(logging.INFO, "Planned 857 steps")) == (
+      f"{clock} trainer: Planned 857 steps")
+  warning = formatter.format(_record(logging.WARNING, "Ignoring x",
+                                     "/y/t2tlite/bfloat16_check.py"))
+  assert warning == f"{clock} WARNING bfloat16_check: Ignoring x"
+  # No thread id, no source file and line.
+  assert not re.search(r"\.py|:704|\d{6,}", warning)

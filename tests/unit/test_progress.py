@@ -62,3 +62,21 @@ def test_format_duration():
   assert progress.format_duration(3725.0) == "1h02m"
   assert progress.format_duration(250.0) == "4m10s"
   assert progress.format_duration(12.3) == "12s"
+
+
+def test_a_budgeted_run_prints_about_progress_lines_lines_whatever_its_rate():
+  clock = FakeClock()
+  pacer = progress.LinePacer.for_budget(120.0, clock)
+  printed = 0
+  for _ in range(1200):  # a line asked for every 0.1 s, 120 s
+    printed += pacer.due()
+    clock.now += 0.1
+  assert printed == progress.PROGRESS_LINES
+  assert pacer.due(last=True)  # the last step's line always
+  assert not pacer.due()
+
+
+def test_without_a_budget_every_line_prints():
+  clock = FakeClock()
+  pacer = progress.LinePacer.for_budget(0, clock)
+  assert all(pacer.due() for _ in range(50))

@@ -1,0 +1,32 @@
+"""The commands' log lines, short enough to read:
+
+    15:12:27 trainer: Planned 857 steps for --train_minutes=1: ...
+    15:12:28 WARNING precision: ...
+
+the time, the level when it is not INFO, and the component (the module that
+logged). absl's own prefix (`I1127 15:12:27.980334 140696929827712
+trainer.py:704]`, with the thread id and the source line) comes back with
+--verbosity (-v), for a person debugging.
+"""
+import logging
+import time
+
+from absl import logging as absl_logging
+
+
+class ShortFormatter(logging.Formatter):
+  """`HH:MM:SS [LEVEL ]component: message` (LEVEL only when not INFO)."""
+
+  def format(self, record):
+    clock = time.strftime("%H:%M:%S", time.localtime(record.created))
+    level = "" if record.levelno == logging.INFO else f"{record.levelname} "
+    return f"{clock} {level}{record.module}: {record.getMessage()}" + (
+        "\n" + self.formatException(record.exc_info)
+        if record.exc_info else "")
+
+
+def install(verbosity_given):
+  """Gives absl's handler the short lines, unless the user passed
+  --verbosity (then absl's prefix stays, thread id and source line)."""
+  if not verbosity_given:
+    absl_logging.get_absl_handler().setFormatter(ShortFormatter())

@@ -1,0 +1,155 @@
+"""A new user's first run: the README quick start (t2t-trainer, then
+t2t-decoder) logs lines a person reads, and t2t-report's page over its run
+folder tells the truth at a glance, seen in a real browser (chromium driven
+by playwright; tests/support/browser.py), screenshot kept for a reviewer.
+
+The quick start's own budget is 2 minutes (tests/end_to_end/
+test_quickstart.py spends them, marked slow); here the same command trains
+for a short budget, with a schedule shortened to fit it and fewer dev lines
+decoded, to keep the suite fast.
+"""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+import browser as browser_lib
+import train_helpers
+
+# The README's quick start, with the test's folders: the flags of
+# QUICK_START, then the shortening ones.
+QUICK_START = ["--problem=algorithmic_reverse",
+               "--hparams_set=transformer_tiny_quick", "--generate_data",
+               "--local_eval_frequency=0"]
+SHORTER = ["--train_minutes=1",
+           "--hparams=warmup_steps=20,learning_rate_cooldown_steps=40",
+           "--eval_decode_samples=200"]
+MAX_LINES = 30  # the whole quick start's stderr, trainer and decoder
+# absl's prefix: "I1127 12:35:15.533802 139629780781952 precision.py:250]".
+THREAD_ID = re.compile(r"(?<![\d.])\d{9,}(?![\d.])")
+SOURCE_PATH = re.compile(r"\b[\w/.-]+\.py(:\d+)?\b")
+
+
+def _env():
+  """A new user's environment: no TensorFlow or absl logging settings."""
+  return {k: v for k, v in os.environ.items()
+          if not k.startswith(("TF_CPP_", "GLOG_", "ABSL_"))}
+
+
+@pytest.fixture(scope="module")
+def quick_start(tmp_path_factory):
+  """(run folder, trainer CompletedProcess, decoder CompletedProcess)."""
+  root = tmp_path_factory.mktemp("quick_start")
+  output_dir = root / "t2t_train" / "reverse"
+  trainer = subprocess.run(
+      [train_helpers.console_script("t2t-trainer"), *QUICK_START, *SHORTER,
+       f"--data_dir={root / 't2t_data'}", f"--output_dir={output_dir}"],
+      capture_output=True, text=True, env=_env(), timeout=400)
+  assert trainer.returncode == 0, trainer.stderr[-5000:]
+  decoder = subprocess.run(
+      [train_helpers.console_script("t2t-decoder"),
+       f"--output_dir={output_dir}", "--decode_interactive"],
+      input="1 2 3 4 5 6 7\n", capture_output=True, text=True, env=_env(),
+      timeout=300)
+  assert decoder.returncode == 0, decoder.stderr[-5000:]
+  return output_dir, trainer, decoder
+
+
+@pytest.mark.timeout(800)
+def test_quick_start_log_is_short_and_readable(quick_start):
+  _, trainer, decoder = quick_start
+  lines = (trainer.stderr + decoder.stderr).splitlines()
+  print(f"quick start stderr ({len(lines)} lines):\n" + "\n".join(lines))
+  assert len(lines) <= MAX_LINES, "\n".join(lines)
+  for line in lines:
+    assert not THREAD_ID.search(line), line
+    assert not SOURCE_PATH.search(line), line
+    # time, level when not INFO, component
+    assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
+  text = "\n".join(lines)
+  assert re.search(r" trainer: Planned \d+ steps for --train_minutes=1",
+                   text)
+  assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
+                   r"(as planned,|final plan) \d+ steps", text), text
+  # The decode settings as the strategy in use, not the dataclass dump.
+  assert "beam search: beam_size=4, alpha=0.6" in text
+  assert "DecodeHParams(" not in text
+  # The short schedule need not reverse it yet (the 2-minute one does).
+  assert re.fullmatch(r"[\d ]+\n", decoder.stdout), decoder.stdout
+
+
+@pytest.mark.timeout(800)
+def test_verbosity_brings_back_absl_prefix(quick_start):
+  output_dir, _, _ = quick_start
+  decoder = subprocess.run(
+      [train_helpers.console_script("t2t-decoder"),
+       f"--output_dir={output_dir}", "--decode_interactive",
+       "--verbosity=1"],
+      input="1 2 3\n", capture_output=True, text=True, env=_env(),
+      timeout=300)
+  assert decoder.returncode == 0, decoder.stderr[-5000:]
+  assert re.search(r"^I\d{4} [\d:.]+ +\d+ t2t_decoder\.py:\d+\] Decoding "
+                   r"with ", decoder.stderr, re.M), decoder.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def browser():
+  with browser_lib.launched() as b:
+    yield b
+
+
+@pytest.mark.timeout(800)
+def test_report_of_the_quick_start_reads_true(quick_start, browser,
+                                             tmp_path_factory):
+  output_dir, _, _ = quick_start
+  out = train_helpers.command("t2t-report", f"--output_dir={output_dir}",
+                              timeout=200)
+  path = str(output_dir / "report.html")
+  assert out.strip().splitlines()[-1] == path
+  text = open(path, encoding="utf-8").read()
+  # No Python dict repr anywhere ({'exact_match': 99.9}).
+  assert not re.search(r"\{'|&#x27;\w+&#x27;:", text), re.search(
+      r".{80}\{'.{80}", text)
+  plan = json.loads((output_dir / "run.json").read_text())["plan"]
+  hp_steps = json.loads((output_dir / "hparams.json").read_text())[
+      "train_steps"]
+  made = train_helpers.latest_step(str(output_dir))
+  assert made == plan["train_steps"] != hp_steps
+  page = browser.new_page(viewport={"width": 1200, "height": 900})
+  try:
+    page.goto("file://" + path)
+    shot = browser_lib.screenshot_path(tmp_path_factory.mktemp("screenshots"),
+                                       "quick_start_report.png")
+    page.screenshot(path=shot, full_page=True)
+    print(f"screenshot of {path}: {shot}")
+    # The evaluation results: named values, the dev metric first.
+    rows = [row.split("\t") for row in
+            page.locator("#eval-results tr").all_inner_texts()]
+    assert all(len(row) == 2 for row in rows), rows
+    results = dict(rows)
+    assert rows[0][0] == "exact_match"
+    assert float(results["exact_match"]) >= 0
+    assert 0 <= float(results["accuracy"]) <= 1
+    assert results["best exact_match"].endswith(f"at step {made}")
+    assert "scores" not in results
+    # The steps made beside the hparams' train_steps.
+    hparams = page.inner_text("#hparams")
+    assert (f"train_steps: {hp_steps} in the hparams; this run made {made} "
+            f"steps, of the {plan['train_steps']} planned for "
+            "--train_minutes=1") in hparams, hparams
+    assert page.inner_text("header").count(f"{made} steps made") == 1
+    # One evaluation: a point, in the tables, not a plot of its own.
+    alts = page.eval_on_selector_all("#curves img",
+                                     "imgs => imgs.map(i => i.alt)")
+    assert not [a for a in alts if a.startswith("Dev ")], alts
+    assert "One dev evaluation" in page.inner_text("#curves")
+    # Sections apart: Flags is a section of its own, below the machine's.
+    boxes = {name: page.locator(f"#{name}").bounding_box()
+             for name in ("machine", "flags")}
+    assert boxes["flags"]["y"] >= (boxes["machine"]["y"] +
+                                   boxes["machine"]["height"] + 8), boxes
+    assert "--train_minutes" in page.inner_text("#flags")
+  finally:
+    page.close()

@@ -1,0 +1,53 @@
+"""t2t-report's page from a collected run: each dev plot on one scale, the
+evaluation results as named rows, no Python repr anywhere, the steps made
+beside the hparams' train_steps. (The page in a browser, with its
+screenshot: tests/end_to_end/test_web.py and test_first_run.py.)"""
+import re
+
+from t2tlite.report import collect, render
+
+
+def _run(**fields):
+  values = dict(folder="/runs/r", hparams={"train_steps": 1000},
+                run_info={"flags": {"train_minutes": 2.0,
+                                    "precision": {"precision": "float32"},
+                                    "extra": {"a": 1, "b": [2, 3]}},
+                          "plan": {"train_steps": 737, "train_minutes": 2.0}},
+                train={"loss": [(100, 2.0), (737, 0.6)]},
+                eval={"accuracy": [(300, 0.6), (737, 0.99)],
+                      "sequence_accuracy": [(300, 0.2), (737, 0.98)]},
+                metrics=[{"step": 300, "exact_match": 20.0, "loss": 1.0},
+                         {"step": 737, "exact_match": 98.8, "loss": 0.6}],
+                eval_results={"metric": "exact_match", "exact_match": 98.8,
+                              "scores": {"exact_match": 98.8},
+                              "best_value": 98.8, "best_step": 737,
+                              "accuracy": 0.99, "step": 737},
+                checkpoints=[], best_checkpoint=None, best_info=None)
+  values.update(fields)
+  return collect.Run(**values)
+
+
+def test_each_dev_plot_holds_one_scale():
+  plots = render._metric_plots(_run())
+  assert [(title, sorted(series)) for title, _, series in plots] == [
+      ("Dev accuracy (teacher-forced)",
+       ["dev accuracy", "dev sequence_accuracy"]),
+      ("Dev exact_match", ["dev exact_match"])]
+
+
+def test_one_evaluation_is_left_to_the_tables():
+  run = _run(eval={"accuracy": [(737, 0.99)]},
+             metrics=[{"step": 737, "exact_match": 98.8}])
+  assert render._metric_plots(run) == []
+  assert "One dev evaluation" in render.render(run)
+
+
+def test_page_has_named_results_steps_made_and_no_repr():
+  page = render.render(_run())
+  assert not re.search(r"\{'|\{&#x27;|\[2, 3\]", page)
+  assert "<td>--extra</td><td>a=1, b=2, 3</td>" in page
+  assert ("<tr><td>exact_match</td><td>98.8</td></tr>"
+          "<tr><td>best exact_match</td><td>98.8 at step 737</td></tr>") in page
+  assert ("train_steps: 1000 in the hparams; this run made 737 steps, of "
+          "the 737 planned for --train_minutes=2 (run.json).") in page
+  assert "<section id='flags'><h2>Flags</h2>" in page
