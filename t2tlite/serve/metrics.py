@@ -2,7 +2,7 @@
 in a registry of their own (not the process-wide default):
 
     t2t_serve_requests_total{path, status}   requests answered
-    t2t_serve_request_seconds{path}           latency histogram
+    t2t_serve_request_seconds{path, status}   latency histogram
     t2t_serve_batch_lines                     lines per decoded batch
     t2t_serve_batch_seconds                   a batch's decode time
     t2t_serve_queued_lines                    lines waiting for a batch
@@ -28,7 +28,8 @@ class ServeMetrics:
         ["path", "status"], registry=self.registry)
     self._latency = prom.Histogram(
         "t2t_serve_request_seconds", "Time from a request's arrival to its "
-        "answer, by path.", ["path"], buckets=_LATENCY_BUCKETS,
+        "answer, by path and status.", ["path", "status"],
+        buckets=_LATENCY_BUCKETS,
         registry=self.registry)
     self._batch_lines = prom.Histogram(
         "t2t_serve_batch_lines", "Lines in each decoded batch.",
@@ -50,7 +51,7 @@ class ServeMetrics:
 
   def request(self, path, status, seconds):
     self._requests.labels(path=path, status=str(status)).inc()
-    self._latency.labels(path=path).observe(seconds)
+    self._latency.labels(path=path, status=str(status)).observe(seconds)
 
   def batch(self, lines, seconds):
     self._batch_lines.observe(lines)
