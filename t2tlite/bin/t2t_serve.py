@@ -78,7 +78,7 @@ flags.DEFINE_float("busy_timeout_secs", 30.0, "How long an attention request "
                    "waits for a free computing slot.")
 flags.declare_key_flag("t2t_usr_dir")
 flags.DEFINE_boolean("warm_up", True, "Translate one sentence before "
-                     "listening, so the first request is not slow.")
+                     "/readyz says ready, so the first request is not slow.")
 
 FLAGS = flags.FLAGS
 
