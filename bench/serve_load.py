@@ -21,7 +21,8 @@ the export on a free port of 127.0.0.1 with its default flags, then for
 
 Prints JSON lines: the machine (bench/export_latency.py's), one line a
 measurement, then the medians over rounds: sentences/s, p50 and p99
-latency (of all requests of the level), errors, and the ratios asked of
+latency (of all requests of the level), errors, the server's mean batch
+and share of the wall time spent decoding, and the ratios asked of
 batching (16 clients against 1; against offline). Every answer must equal
 the one the same line gets alone (checked, counted in "mismatches"). The
 server is always stopped (SIGTERM); its drain must end with exit 0.
@@ -29,6 +30,7 @@ server is always stopped (SIGTERM); its drain must end with exit 0.
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import sys
@@ -71,9 +73,22 @@ def percentile(values, fraction):
   return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def batch_totals(url):
+  """(batches, lines, decode seconds) so far, from the server's /metrics."""
+  with urllib.request.urlopen(url + "metrics", timeout=60) as response:
+    text = response.read().decode()
+  value = {name: float(number) for name, number in re.findall(
+      r"^(t2t_serve_batch_\w+_(?:count|sum)) (\S+)$", text, re.M)}
+  return (value["t2t_serve_batch_lines_count"],
+          value["t2t_serve_batch_lines_sum"],
+          value["t2t_serve_batch_seconds_sum"])
+
+
 def load_level(url, lines, clients, expected):
-  """One level: `clients` threads share out `lines`; its figures."""
+  """One level: `clients` threads share out `lines`; its figures, with
+  the server's mean batch and the share of the time it spent decoding."""
   results = [None] * len(lines)
+  before = batch_totals(url)
 
   def client(first):
     for i in range(first, len(lines), clients):
@@ -89,7 +104,11 @@ def load_level(url, lines, clients, expected):
   wall = time.perf_counter() - start
   ok = [r for r in results if r[0] == 200]
   seconds = [r[2] for r in ok]
+  batches, batched, decoding = (b - a for a, b in zip(before,
+                                                       batch_totals(url)))
   return {"clients": clients, "sentences": len(lines), "wall_s": wall,
+          "mean_batch_lines": batched / batches if batches else None,
+          "decoding_share": decoding / wall,
           "sentences_per_s": len(ok) / wall,
           "p50_ms": 1000 * percentile(seconds, 0.5) if seconds else None,
           "p99_ms": 1000 * percentile(seconds, 0.99) if seconds else None,
@@ -137,7 +156,8 @@ def summary(measured, levels):
     rows = [m for m in measured if m.get("clients", "offline") == level]
     median[level] = {key: statistics.median(r[key] for r in rows
                                             if r.get(key) is not None)
-                     for key in ("sentences_per_s", "p50_ms", "p99_ms")
+                     for key in ("sentences_per_s", "p50_ms", "p99_ms",
+                                 "mean_batch_lines", "decoding_share")
                      if any(r.get(key) is not None for r in rows)}
     median[level]["errors"] = sum(r.get("errors", 0) for r in rows)
     median[level]["mismatches"] = sum(r.get("mismatches", 0) for r in rows)

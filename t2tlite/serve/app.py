@@ -140,8 +140,9 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
     return response
 
   def computing(work):
-    # Bounded work: the model computes at most max_concurrent requests at a
-    # time; the rest wait a while, then are told to come back.
+    # Bounded work (attention maps; translations go through the batcher):
+    # at most max_concurrent at a time; the rest wait a while, then are
+    # told to come back.
     if not slots.acquire(timeout=limits.busy_timeout_secs):
       raise Busy(f"busy: {limits.max_concurrent} request(s) computing "
                  "(--max_concurrent); try again")
