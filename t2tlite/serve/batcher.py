@@ -16,8 +16,12 @@ core: an export runs its concurrent searches inside).
 A batch starts from the oldest queued request and takes the later ones with
 the same key, oldest first, while its lines stay within max_lines and its
 padded tokens (lines x the longest line's cost) within max_tokens; it is
-decoded once window_secs have passed since the oldest request arrived, or
-at once when full. A request larger than the limits is decoded alone, never
+decoded at once when full, else window_secs after its oldest request
+arrived, and not before a quarter of the previous batch's decode time
+(at most 50 ms) after that batch ended: under load the clients just
+answered send their next requests meanwhile, and join this batch instead
+of waiting for the next one (without it, a batch holds half of the
+clients, who wait while the other half computes). A request larger than the limits is decoded alone, never
 split. A request may ask to be decoded alone (`alone=True`): its batch holds
 only its own lines.
 
@@ -30,6 +34,11 @@ import collections
 import dataclasses
 import threading
 import time
+
+# After a batch: wait for returning clients up to this share of its decode
+# time, at most _LINGER_MAX_SECS.
+_LINGER_SHARE = 0.25
+_LINGER_MAX_SECS = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +103,7 @@ class Batcher:
     self._queue = collections.deque()
     self._queued_lines = 0
     self._computing = 0  # lines in the batch being decoded
+    self._linger_until = 0.0  # monotonic: see _LINGER_SHARE
     self._cond = threading.Condition()
     self._taking = True
     self._thread = threading.Thread(target=self._work, name="batcher",
@@ -186,7 +196,8 @@ class Batcher:
           self._cond.wait()
           continue
         batch, full = self._batch()
-        wait = batch[0].arrived + self.limits.window_secs - time.monotonic()
+        wait = max(batch[0].arrived + self.limits.window_secs,
+                   self._linger_until) - time.monotonic()
         if full or wait <= 0 or not self._taking:
           break
         self._cond.wait(wait)
@@ -199,11 +210,15 @@ class Batcher:
       batch = self._next_batch()
       if batch is None:
         return
+      start = time.monotonic()
       try:
         self._run(batch)
       finally:
         with self._cond:
           self._computing = 0
+          end = time.monotonic()
+          self._linger_until = end + min(_LINGER_SHARE * (end - start),
+                                         _LINGER_MAX_SECS)
           self._cond.notify_all()
 
   def _run(self, batch):

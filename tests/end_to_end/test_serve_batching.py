@@ -219,8 +219,11 @@ def test_request_of_a_client_gone_is_not_decoded(server, lines):
       sock.close()  # the clients go while their requests are queued
   thread.join(180)
   assert blocker and blocker[0][0] == 200
-  after = _metrics(url)
+  # Their batch forms after the blocker's (up to 50 ms later, the batcher's
+  # wait for returning clients).
   dropped = ("t2t_serve_dropped_total", (("reason", "client_gone"),))
+  assert _wait_for(lambda: dropped in _metrics(url), 10)
+  after = _metrics(url)
   assert after[dropped] - before.get(dropped, 0) == 3
   assert (after[("t2t_serve_sentences_total", ())] -
           before[("t2t_serve_sentences_total", ())]) == 2
