@@ -1,8 +1,9 @@
 """TF Serving's server-side batching parameters for an export, written
-beside its metadata as assets.extra/batching_parameters.txt:
+beside its metadata as assets.extra/batching_parameters.txt (VERSION: the
+export's version folder, EXPORT_DIR/1):
 
     tensorflow_model_server --enable_batching \\
-        --batching_parameters_file=EXPORT_DIR/1/assets.extra/batching_parameters.txt ...
+        --batching_parameters_file=VERSION/assets.extra/batching_parameters.txt
 
 The file is a BatchingParameters text proto (TF Serving's
 session_bundle_config.proto): each field wraps its number as { value: N }.

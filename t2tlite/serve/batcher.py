@@ -21,9 +21,9 @@ arrived, and not before a quarter of the previous batch's decode time
 (at most 50 ms) after that batch ended: under load the clients just
 answered send their next requests meanwhile, and join this batch instead
 of waiting for the next one (without it, a batch holds half of the
-clients, who wait while the other half computes). A request larger than the limits is decoded alone, never
-split. A request may ask to be decoded alone (`alone=True`): its batch holds
-only its own lines.
+clients, who wait while the other half computes). A request larger than
+the limits is decoded alone, never split. A request may ask to be decoded
+alone (`alone=True`): its batch holds only its own lines.
 
 Bounds: at most max_queued_lines lines wait (a request that does not fit
 raises QueueFull at once); a request still queued at its deadline is taken
@@ -117,12 +117,11 @@ class Batcher:
     """Lines waiting for a batch (not those computing)."""
     return self._queued_lines
 
-  def idle(self):
-    """Nothing queued and nothing computing."""
-    with self._cond:
-      return not self._queue and not self._computing
+  def queued_requests(self):
+    """Requests waiting for a batch."""
+    return len(self._queue)
 
-  # ---- the request side -------------------------------------------------------
+  # ---- the request side -----------------------------------------------------
 
   def submit(self, key, items, alone=False, gone=None):
     """Decodes `items` in a batch of requests with the same key; blocks
@@ -159,7 +158,7 @@ class Batcher:
       raise request.error
     return request.results
 
-  # ---- the worker side ---------------------------------------------------------
+  # ---- the worker side ------------------------------------------------------
 
   def _remove(self, requests):
     for request in requests:
@@ -254,7 +253,7 @@ class Batcher:
     if reason and self._observer:
       self._observer.dropped(reason)
 
-  # ---- stopping ----------------------------------------------------------------
+  # ---- stopping -------------------------------------------------------------
 
   def drain(self, timeout_secs):
     """Stops taking requests (Draining), decodes those queued, then ends the

@@ -188,15 +188,6 @@ def _send_and_hold(port, lines):
   return sock
 
 
-def _wait_for(condition, secs):
-  deadline = time.time() + secs
-  while time.time() < deadline:
-    if condition():
-      return True
-    time.sleep(0.05)
-  return False
-
-
 @pytest.mark.timeout(300)
 def test_request_of_a_client_gone_is_not_decoded(server, lines):
   url, _, _ = server
@@ -212,7 +203,7 @@ def test_request_of_a_client_gone_is_not_decoded(server, lines):
   try:
     time.sleep(0.3)
     held = [_send_and_hold(port, [line]) for line in lines[2:5]]
-    assert _wait_for(lambda: _metrics(url)[
+    assert train_helpers.poll(lambda: _metrics(url)[
         ("t2t_serve_queued_lines", ())] == 3, 60)
   finally:
     for sock in held:
@@ -222,7 +213,7 @@ def test_request_of_a_client_gone_is_not_decoded(server, lines):
   # Their batch forms after the blocker's (up to 50 ms later, the batcher's
   # wait for returning clients).
   dropped = ("t2t_serve_dropped_total", (("reason", "client_gone"),))
-  assert _wait_for(lambda: dropped in _metrics(url), 10)
+  assert train_helpers.poll(lambda: dropped in _metrics(url), 10)
   after = _metrics(url)
   assert after[dropped] - before.get(dropped, 0) == 3
   assert (after[("t2t_serve_sentences_total", ())] -
@@ -315,7 +306,8 @@ def test_sigterm_drains_under_load_and_exits_0(server, lines, alone):
   time.sleep(0.3)
   proc.send_signal(signal.SIGTERM)
   # The signal is handled within waitress's 1 s loop timeout.
-  assert _wait_for(lambda: _request(url, "readyz", timeout=30)[0] == 503, 10)
+  assert train_helpers.poll(
+      lambda: _request(url, "readyz", timeout=30)[0] == 503, 10)
   clients.join(200)
   thread.join(200)
   assert proc.wait(timeout=150) == 0
