@@ -40,9 +40,10 @@ setuptools.setup(
         "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5",
                  "playwright>=1.40", "ctranslate2==4.8.5"],
         # t2t-query's gRPC client; pinned to TensorFlow's minor version.
-        # t2t-serve: Flask's app served by waitress (a threaded WSGI server).
+        # t2t-serve: Flask's app served by waitress (a threaded WSGI server),
+        # its /metrics through prometheus_client.
         "serving": ["tensorflow-serving-api>=2.21,<2.22", "grpcio>=1.24.3",
-                    "flask>=3.0", "waitress>=3.0"],
+                    "flask>=3.0", "waitress>=3.0", "prometheus_client>=0.20"],
         # t2t-exporter --export_format=ctranslate2 (its Python spec API).
         "ctranslate2": ["ctranslate2==4.8.5"],
     },

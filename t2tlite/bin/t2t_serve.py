@@ -16,12 +16,23 @@ The API (JSON over HTTP; errors are {"error": "..."} with a 4xx status):
                           "beam_size=4", "n_best": true}
     POST /api/attention  {"line": "A dog runs."}
     GET  /api/info
+    GET  /healthz, /readyz, /metrics (Prometheus)
 
-The server listens on --host (127.0.0.1: this machine only) and stops
-cleanly on SIGTERM or SIGINT (Ctrl-C).
+Translate requests that arrive within --batch_window_ms and share decode
+hparams are decoded as one batch (up to --max_batch_lines lines and
+--max_batch_tokens tokens); at most --max_queued_lines lines wait, and a
+request that does not fit gets HTTP 503 with Retry-After at once.
+
+The server listens on --host (127.0.0.1: this machine only); /readyz
+answers 503 until the model is warmed up. SIGTERM or SIGINT (Ctrl-C)
+drains it: new requests get 503, those queued and computing are answered,
+then it exits 0 (within --drain_secs; a second signal stops at once).
 """
+import os
 import signal
 import sys
+import threading
+import time
 
 from absl import flags
 from absl import logging
@@ -37,29 +48,52 @@ flags.DEFINE_string("model", None, "An export (version folder, or the folder "
 flags.DEFINE_string("host", "127.0.0.1", "Address to listen on (0.0.0.0: "
                     "every interface; the server has no authentication).")
 flags.DEFINE_integer("port", 8080, "TCP port (0: any free port, printed).")
-flags.DEFINE_integer("threads", 4, "Threads answering HTTP requests.")
+flags.DEFINE_integer("threads", 0, "Threads answering HTTP requests (each "
+                     "waiting request holds one); 0: enough for "
+                     "--max_queued_lines plus a batch, and 8 more.")
+flags.DEFINE_integer("max_connections", 1000, "Open client connections "
+                     "at most; more wait unaccepted.")
+flags.DEFINE_float("batch_window_ms", 5.0, "How long the oldest queued "
+                   "translate request waits for others to share its batch.")
+flags.DEFINE_integer("max_batch_lines", 32, "Most lines decoded in one "
+                     "batch (a larger request is decoded alone).")
+flags.DEFINE_integer("max_batch_tokens", 2048, "Most source tokens in one "
+                     "batch, padding included (lines x the longest; tokens "
+                     "estimated as one per 4 bytes).")
+flags.DEFINE_integer("max_queued_lines", 128, "Most lines waiting for a "
+                     "batch; a request that does not fit gets HTTP 503.")
+flags.DEFINE_float("request_timeout_secs", 30.0, "A translate request still "
+                   "queued after this gets HTTP 503.")
+flags.DEFINE_float("drain_secs", 30.0, "On SIGTERM, how long queued and "
+                   "computing requests may take before the server exits.")
 flags.DEFINE_integer("max_request_bytes", 65536, "Largest request body.")
 flags.DEFINE_integer("max_lines", 32, "Most lines in one translate request.")
 flags.DEFINE_integer("max_line_chars", 1000, "Most characters in one line.")
 flags.DEFINE_integer("max_beam_size", 16, "Largest beam_size a request may "
                      "ask for in its decode_hparams.")
-flags.DEFINE_integer("max_concurrent", 1, "Requests computing at once; more "
-                     "wait up to --busy_timeout_secs, then get HTTP 503.")
-flags.DEFINE_float("busy_timeout_secs", 30.0, "How long a request waits for "
-                   "a free computing slot.")
+flags.DEFINE_integer("max_concurrent", 1, "Attention requests computing at "
+                     "once; more wait up to --busy_timeout_secs, then get "
+                     "HTTP 503.")
+flags.DEFINE_float("busy_timeout_secs", 30.0, "How long an attention request "
+                   "waits for a free computing slot.")
 flags.declare_key_flag("t2t_usr_dir")
 flags.DEFINE_boolean("warm_up", True, "Translate one sentence before "
-                     "listening, so the first request is not slow.")
+                     "/readyz says ready, so the first request is not slow.")
 
 FLAGS = flags.FLAGS
 
 
 def _limits():
   from t2tlite.serve.validation import Limits
-  for name in ("threads", "max_request_bytes", "max_lines", "max_line_chars",
-               "max_beam_size", "max_concurrent"):
+  for name in ("max_request_bytes", "max_lines", "max_line_chars",
+               "max_beam_size", "max_concurrent", "max_connections",
+               "max_batch_lines", "max_batch_tokens", "max_queued_lines"):
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 1")
+  for name in ("threads", "batch_window_ms", "request_timeout_secs",
+               "drain_secs"):
+    if FLAGS[name].value < 0:
+      raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 0")
   if not 0 <= FLAGS.port < 65536:
     raise ValueError(f"--port={FLAGS.port}: expected 0..65535")
   return Limits(max_request_bytes=FLAGS.max_request_bytes,
@@ -70,15 +104,30 @@ def _limits():
                 busy_timeout_secs=FLAGS.busy_timeout_secs)
 
 
-def _stop(signum, frame):
-  del frame
-  logging.info("t2t-serve: %s, stopping", signal.Signals(signum).name)
-  raise SystemExit(0)  # waitress's loop ends its workers on SystemExit
+def _batch_limits():
+  from t2tlite.serve.batcher import BatchLimits
+  return BatchLimits(window_secs=FLAGS.batch_window_ms / 1000,
+                     max_lines=FLAGS.max_batch_lines,
+                     max_tokens=FLAGS.max_batch_tokens,
+                     max_queued_lines=FLAGS.max_queued_lines,
+                     timeout_secs=FLAGS.request_timeout_secs)
+
+
+def _http_threads():
+  # Each waiting request holds a thread: enough for a full queue, a batch
+  # computing, and a few to answer 503s, /metrics and /readyz meanwhile.
+  return FLAGS.threads or FLAGS.max_queued_lines + FLAGS.max_batch_lines + 8
 
 
 def _listen(waitress, app, limits):
   return waitress.create_server(
-      app, host=FLAGS.host, port=FLAGS.port, threads=FLAGS.threads,
+      app, host=FLAGS.host, port=FLAGS.port, threads=_http_threads(),
+      connection_limit=FLAGS.max_connections,
+      # poll(), not select(): more than 1024 open sockets.
+      asyncore_use_poll=True,
+      # Keep reading a connection while its request waits, so that a
+      # client that closes it is seen (waitress.client_disconnected).
+      channel_request_lookahead=1,
       # A backstop: Flask answers bodies over the limit with a JSON 413;
       # waitress only drops (with plain text) those far larger.
       max_request_body_size=limits.max_request_bytes + 2**20,
@@ -90,13 +139,64 @@ SERVING_EXTRA = "pip install 't2tlite[serving]'"
 
 
 def _web_packages_missing():
-  """The first of waitress and flask that cannot be imported, or None."""
-  for name in ("waitress", "flask"):
+  """The first of the serving extra's packages that cannot be imported, or
+  None."""
+  for name in ("waitress", "flask", "prometheus_client"):
     try:
       __import__(name)
     except ImportError:
       return name
   return None
+
+
+def _flushed(server):
+  """Whether every connection has sent what its answers wrote."""
+  return not any(getattr(channel, "total_outbufs_len", 0)
+                 for channel in list(server._map.values()))  # noqa: SLF001
+
+
+class _Drain:
+  """SIGTERM/SIGINT: the first starts a drain (new requests get 503, the
+  queue is decoded and answered), after which the server stops; a second
+  signal stops it at once. Exit status 0 either way."""
+
+  def __init__(self, server, serving):
+    self.server, self.serving = server, serving
+    self.done = False
+
+  def on_signal(self, signum, frame):
+    del frame
+    if self.done or not self.serving.lifecycle.start_draining():
+      raise SystemExit(0)  # waitress's loop ends its workers on SystemExit
+    logging.info("t2t-serve: %s, draining", signal.Signals(signum).name)
+    print("t2t-serve: draining", flush=True)
+    threading.Thread(target=self._drain, daemon=True).start()
+
+  def _drain(self):
+    deadline = time.monotonic() + FLAGS.drain_secs
+    if not self.serving.batcher.drain(FLAGS.drain_secs):
+      logging.warning("t2t-serve: requests still computing after "
+                      "--drain_secs=%g s; stopping", FLAGS.drain_secs)
+    # The last answers leave through waitress's loop: let it send them.
+    while not _flushed(self.server) and time.monotonic() < deadline:
+      time.sleep(0.05)
+    time.sleep(0.1)
+    self.done = True
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _warm_up(source, lifecycle, url):
+  try:
+    if FLAGS.warm_up:
+      source.translate(["warm up"])
+  except Exception as error:  # noqa: BLE001  (the server cannot serve)
+    logging.exception("t2t-serve: warm-up failed")
+    print(f"t2t-serve: error: warm-up failed: {error}", file=sys.stderr,
+          flush=True)
+    os._exit(1)  # noqa: SLF001  (from this thread: waitress holds the main)
+  lifecycle.set_ready()
+  print(f"t2t-serve: serving {source.saved_model_dir or source.run_folder} "
+        f"on {url}", flush=True)
 
 
 def _run():
@@ -113,12 +213,14 @@ def _run():
   # on cores of their own.
   machine.set_search_threads(machine.searches_for(DecodeHParams()))
   from t2tlite.serve.app import make_app
+  from t2tlite.serve.lifecycle import Lifecycle
   from t2tlite.serve.model_source import ModelSource
   common_flags.load_plugins()
   source = ModelSource.open(FLAGS.model)
   if source.run_folder:
     common_flags.load_run_plugins(source.run_folder)
-  app = make_app(source, limits)
+  app = make_app(source, limits, _batch_limits(), Lifecycle())
+  serving = app.extensions["t2tlite"]
   try:
     # Before loading the model: a port in use fails at once.
     server = _listen(waitress, app, limits)
@@ -126,12 +228,15 @@ def _run():
     raise console.CommandError(
         f"--host={FLAGS.host} --port={FLAGS.port}: cannot listen there "
         f"({error.strerror or error})") from None
-  if FLAGS.warm_up:
-    source.translate(["warm up"])
-  signal.signal(signal.SIGTERM, _stop)
-  signal.signal(signal.SIGINT, _stop)
-  print(f"t2t-serve: serving {source.saved_model_dir or source.run_folder} "
-        f"on http://{FLAGS.host}:{server.effective_port}/", flush=True)
+  drain = _Drain(server, serving)
+  signal.signal(signal.SIGTERM, drain.on_signal)
+  signal.signal(signal.SIGINT, drain.on_signal)
+  url = f"http://{FLAGS.host}:{server.effective_port}/"
+  # Listening while the model warms up: /healthz answers, /readyz says 503.
+  print(f"t2t-serve: warming up at {url} (/readyz: 503 until ready)",
+        flush=True)
+  threading.Thread(target=_warm_up, args=(source, serving.lifecycle, url),
+                   daemon=True).start()
   try:
     server.run()
   finally:

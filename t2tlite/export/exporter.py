@@ -2,7 +2,9 @@
 
     EXPORT_DIR/            default OUTPUT_DIR/export
       1/                   one version per export, increasing integers
-        saved_model.pb, variables/, assets.extra/t2tlite_export.json
+        saved_model.pb, variables/, assets.extra/t2tlite_export.json,
+        assets.extra/batching_parameters.txt (TF Serving's
+        --batching_parameters_file, see batching_config.py)
       2/ ...
 
 TF Serving (--model_base_path=EXPORT_DIR) serves the highest version and picks
@@ -29,6 +31,7 @@ from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.export import batching_config
 from t2tlite.export.serving_module import ServingModule
 
 EXPORT_SUBDIR = "export"
@@ -175,6 +178,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
     tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
     files.atomic_write_text(os.path.join(tmp, METADATA_FILE),
                             json.dumps(metadata, indent=2, sort_keys=True))
+    files.atomic_write_text(os.path.join(tmp, batching_config.FILE),
+                            batching_config.batching_parameters(module.hp))
     return _publish(tmp, export_dir)
   finally:
     if tf.io.gfile.exists(tmp):

@@ -12,16 +12,33 @@
                            "target", "decoder_input"}, "attention":
                            {"encoder", "decoder_self", "encdec": [layer]
                            [head][query][key]}}
+    GET  /healthz          200 while the process answers
+    GET  /readyz           200 when the model is warmed up; 503 while
+                           warming up or draining
+    GET  /metrics          Prometheus' text format (serve/metrics.py)
 
-Every error is {"error": "one line"} with a 4xx status (503 when busy);
-the server keeps serving.
+Translate requests go through the batcher (serve/batcher.py): lines of
+concurrent requests with the same decode hparams are decoded together.
+Requests asking for the n-best are decoded in a batch of their own: a
+translation does not depend on the batch's other lines, but its score may
+differ in the last float32 bits, and an answer must be what it would be
+alone.
+
+Every error is {"error": "one line"} with a 4xx status (503 with
+Retry-After when the queue is full, warming up or draining); the server
+keeps serving.
 """
+import dataclasses
 import os
 import threading
+import time
 
 import flask
 
+from t2tlite.serve import batcher as batching
 from t2tlite.serve import validation as checks
+from t2tlite.serve.lifecycle import Lifecycle
+from t2tlite.serve.metrics import CONTENT_TYPE, ServeMetrics
 from t2tlite.serve.model_source import RequestError
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -30,7 +47,50 @@ _DIGITS = 4  # attention weights sent with 4 decimals: a smaller answer
 
 
 class Busy(Exception):
-  """More requests compute than --max_concurrent allows (HTTP 503)."""
+  """More attention requests compute than --max_concurrent allows (HTTP
+  503)."""
+
+
+class NotReady(Exception):
+  """Warming up or draining (HTTP 503)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslateKey:
+  """What lines must share to be decoded in one batch: the decode hparams
+  (as parsed: "beam_size=4" and "beam_size=4 " are one key) and whether
+  the n-best is returned. Per-line fields travel with the lines, not here.
+  overrides: one of the equal strings, for ModelSource.translate."""
+  hparams: object  # DecodeHParams
+  n_best: bool
+  overrides: str = dataclasses.field(compare=False)
+
+
+@dataclasses.dataclass
+class Serving:
+  """The parts t2t-serve drives besides the app (app.extensions["t2tlite"])."""
+  batcher: batching.Batcher
+  lifecycle: Lifecycle
+  metrics: ServeMetrics
+
+
+RETRY_AFTER_SECS = {batching.QueueFull: 1, batching.TimedOut: 1,
+                    batching.Draining: 5, NotReady: 5}
+
+
+def estimated_tokens(line):
+  """A line's source tokens, estimated (one per 4 bytes of UTF-8, and
+  EOS): what a batch's --max_batch_tokens bounds."""
+  return len(line.encode("utf-8")) // 4 + 1
+
+
+def _translator(source):
+  """The batcher's decode: (TranslateKey, lines) -> per line
+  (translation, n-best or None)."""
+  def decode(key, lines):
+    translations, beams = source.translate(lines, key.overrides, key.n_best)
+    return list(zip(translations, beams or [None] * len(lines)))
+  return decode
 
 
 def _rounded(heads):
@@ -38,21 +98,51 @@ def _rounded(heads):
   return heads.astype("float64").round(_DIGITS).tolist()
 
 
-def make_app(source, limits):
+def make_app(source, limits, batch_limits=None, lifecycle=None):
   """The Flask app serving `source` (a ModelSource) under `limits`
-  (validation.Limits)."""
+  (validation.Limits), batching translations within `batch_limits`
+  (batcher.BatchLimits). Its app.extensions["t2tlite"] is a `Serving`;
+  its batcher is started. lifecycle: default ready at once."""
   app = flask.Flask(__name__, static_folder=STATIC_DIR,
                     static_url_path="/static")
   app.config["MAX_CONTENT_LENGTH"] = limits.max_request_bytes
   app.json.sort_keys = False
   slots = threading.BoundedSemaphore(limits.max_concurrent)
+  lifecycle = lifecycle or Lifecycle(ready=True)
+  metrics = ServeMetrics()
+  batcher = batching.Batcher(_translator(source),
+                             batch_limits or batching.BatchLimits(),
+                             estimated_tokens, metrics).start()
+  metrics.track_queue(batcher.queued_lines)
+  app.extensions["t2tlite"] = Serving(batcher, lifecycle, metrics)
 
-  def error(status, message):
-    return flask.jsonify(error=message), status
+  def error(status, message, retry_after=None):
+    response = flask.jsonify(error=message)
+    response.status_code = status
+    if retry_after is not None:
+      response.headers["Retry-After"] = str(retry_after)
+    return response
+
+  def refuse_unless_ready():
+    reason = lifecycle.not_ready()
+    if reason:
+      raise NotReady(reason + "; try again")
+
+  @app.before_request
+  def arrived():
+    flask.g.arrived = time.monotonic()
+
+  @app.after_request
+  def counted(response):
+    rule = flask.request.url_rule
+    metrics.request(rule.rule if rule else "other", response.status_code,
+                    time.monotonic() - flask.g.get("arrived", time.monotonic()))
+    return response
 
   def computing(work):
-    # Bounded work: the model computes at most max_concurrent requests at a
-    # time; the rest wait a while, then are told to come back.
+    # Bounded work (attention maps; translations go through the batcher):
+    # at most max_concurrent at a time; the rest wait a while, then are
+    # told to come back.
     if not slots.acquire(timeout=limits.busy_timeout_secs):
       raise Busy(f"busy: {limits.max_concurrent} request(s) computing "
                  "(--max_concurrent); try again")
@@ -72,15 +162,35 @@ def make_app(source, limits):
   def info():
     return flask.jsonify(model=source.info(), limits=vars(limits))
 
+  @app.get("/healthz")
+  def healthz():
+    return flask.jsonify(status="alive")
+
+  @app.get("/readyz")
+  def readyz():
+    reason = lifecycle.not_ready()
+    if reason:
+      return error(503, reason, RETRY_AFTER_SECS[NotReady])
+    return flask.jsonify(status="ready")
+
+  @app.get("/metrics")
+  def metrics_page():
+    return flask.Response(metrics.render(), content_type=CONTENT_TYPE)
+
   @app.post("/api/translate")
   def translate():
+    refuse_unless_ready()
     lines, overrides, n_best = checks.translate_request(body(), limits)
-    checks.check_beam_size(source.decode_hparams(overrides), limits)
-    translations, beams = computing(
-        lambda: source.translate(lines, overrides, n_best))
-    answer = {"translations": translations}
+    hp = source.decode_hparams(overrides)
+    checks.check_beam_size(hp, limits)
+    # Under waitress (channel_request_lookahead > 0) this tells whether
+    # the client closed its connection; a dropped request is not decoded.
+    gone = flask.request.environ.get("waitress.client_disconnected")
+    results = batcher.submit(TranslateKey(hp, n_best, overrides), lines,
+                             alone=n_best, gone=gone)
+    answer = {"translations": [text for text, _ in results]}
     if n_best:
-      answer["n_best"] = beams
+      answer["n_best"] = [beams for _, beams in results]
     return flask.jsonify(answer)
 
   @app.post("/api/attention")
@@ -101,6 +211,12 @@ def make_app(source, limits):
   @app.errorhandler(Busy)
   def busy(e):
     return error(503, str(e))
+
+  @app.errorhandler(NotReady)
+  @app.errorhandler(batching.Rejected)
+  def not_taken(e):
+    # ClientGone's answer goes nowhere; the others come back later.
+    return error(503, str(e), RETRY_AFTER_SECS.get(type(e)))
 
   @app.errorhandler(404)
   def not_found(e):

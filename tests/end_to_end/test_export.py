@@ -86,6 +86,14 @@ def test_layout_metadata_and_ops(exported):
           host.auto_searches())
   assert metadata["max_input_length"] == TINY.max_length
   assert metadata["checkpoint"].endswith("ckpt-1")
+  # TF Serving's --batching_parameters_file, a BatchingParameters text
+  # proto of wrapped numbers: batches of t2t-decoder's batch size.
+  with open(os.path.join(path, "assets.extra",
+                         "batching_parameters.txt")) as f:
+    batching = dict(re.fullmatch(r"(\w+) \{ value: (\d+) \}", line).groups()
+                    for line in f.read().splitlines())
+  assert batching == {"max_batch_size": "32", "batch_timeout_micros": "5000",
+                      "max_enqueued_batches": "4", "num_batch_threads": "1"}
   # The default export computes in float32, whatever this machine prefers.
   assert metadata["precision"] == "float32"
   assert exporter.matmul_dtypes(path) == {"float32"}
@@ -149,6 +157,13 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
 
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+  # What server-side batching relies on: the batch of N lines answers as N
+  # calls of one line; the texts exactly, the scores to float32 rounding
+  # (matmuls of another batch size round differently).
+  alone = result["alone"]
+  assert [a["outputs"] for a in alone] == [[o] for o in expected]
+  assert [a["scores"][0] for a in alone] == pytest.approx(
+      result["text"]["scores"], rel=1e-5, abs=1e-6)
   # The id signature gives the same sentences, as ids.
   assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == expected
   assert result["ids"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
@@ -203,6 +218,13 @@ def test_int8_variant_exports_and_runs(exported, tmp_path):
   # The same int8 search as the in-process decoder with int8=true.
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+  # What server-side batching relies on: the batch of N lines answers as N
+  # calls of one line; the texts exactly, the scores to float32 rounding
+  # (matmuls of another batch size round differently).
+  alone = result["alone"]
+  assert [a["outputs"] for a in alone] == [[o] for o in expected]
+  assert [a["scores"][0] for a in alone] == pytest.approx(
+      result["text"]["scores"], rel=1e-5, abs=1e-6)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
 
 

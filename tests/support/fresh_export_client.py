@@ -4,7 +4,8 @@ imports only tensorflow and tensorflow_text, never t2tlite.
     python fresh_export_client.py SAVED_MODEL_DIR REQUEST.json RESULT.json
 
 REQUEST.json: {"lines": [str], "ids": [[int]]}. RESULT.json holds the text
-and id signatures' results on them, and the results on hostile inputs
+and id signatures' results on them, the text signature's on each line
+alone, and the results on hostile inputs
 (empty batch, empty and very long strings, invalid UTF-8, bad ids).
 """
 import json
@@ -33,6 +34,9 @@ def main(saved_model_dir, request_path, result_path):
   long_text = "A dog runs . " * 5000
   result = {
       "text": _text(text(inputs=tf.constant(request["lines"]))),
+      # Each line in a call of its own (what server-side batching merges).
+      "alone": [_text(text(inputs=tf.constant([line])))
+                for line in request["lines"]],
       "ids": _ids(ids(inputs=tf.constant(request["ids"], tf.int32))),
       "empty_batch": _text(text(inputs=tf.constant([], tf.string))),
       "empty_string": _text(text(inputs=tf.constant([""]))),

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 from t2tlite.train.summaries import read_scalars  # noqa: F401  (tests use it)
 
@@ -167,3 +168,13 @@ def last_json_line(output):
     with contextlib.suppress(ValueError):
       return json.loads(line)
   raise AssertionError(f"no JSON line in output:\n{output[-3000:]}")
+
+
+def poll(condition, secs, step=0.02):
+  """Whether condition() became true within `secs` (checked every `step`)."""
+  deadline = time.time() + secs
+  while time.time() < deadline:
+    if condition():
+      return True
+    time.sleep(step)
+  return False
