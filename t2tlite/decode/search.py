@@ -15,7 +15,6 @@ from t2tlite.decode import constraints, sampling
 from t2tlite.decode.beam_search import beam_search, greedy_search
 from t2tlite.ids import PAD_ID
 from t2tlite.layers import int8 as int8_layer
-from t2tlite.layers.search_weights import SearchWeights
 
 
 def decode_lengths(model, inputs, extra_length):
@@ -91,20 +90,12 @@ def fixed_search_weights(model, int8=False, weights_first=False):
     int8: the int8 search's weights (see DecodeHParams).
     weights_first: their layout (`precision.int8_support`).
   Returns:
-    a `SearchWeights` (a list of them for an `Ensemble`), as
+    a `SearchWeights` (an `EnsembleWeights` for an `Ensemble`), as
     `decode_ids`'s search_weights.
   """
   with tf.init_scope():
     return model.search_weights(int8=int8, keep_variables=True,
                                 int8_weights_first=weights_first)
-
-
-def weights_are_int8(search_weights):
-  """Whether `search_weights` (a model's `SearchWeights`, or an ensemble's
-  list of them) are an int8 search's."""
-  if isinstance(search_weights, SearchWeights):
-    return search_weights.int8
-  return all(weights.int8 for weights in search_weights)
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
@@ -153,7 +144,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
     search_weights = model.search_weights(int8=int8)
-  elif weights_are_int8(search_weights) != int8:
+  elif search_weights.int8 != int8:
     raise ValueError(f"decode_ids(int8={int8}) was given the search weights "
                      f"of an int8={not int8} search: make them with "
                      f"fixed_search_weights(model, int8={int8})")

@@ -203,6 +203,31 @@ def _variable(tensor):
   return tf.Variable(tensor, trainable=False)
 
 
+def _saved_search_weights(fixed):
+  """The search's weights that are no model variable, as variables.
+
+  Args:
+    fixed: `search.fixed_search_weights`'s `SearchWeights`.
+  Returns:
+    (the `SearchWeights` reading them, each kernel variant of its type;
+    {"values": {path: tf.Variable}, "kernels" and "output_kernels": {path:
+    {the variant's field: tf.Variable}}}: plain dicts, which a SavedModel
+    tracks, under the names of today's exports.)
+  """
+  saved = {"values": {path: _variable(weight) for path, weight
+                      in fixed.values.items()
+                      if not isinstance(weight, tf.Variable)}}
+  variants = {}
+  for field in ("kernels", "output_kernels"):
+    saved[field], variants[field] = {}, {}
+    for path, kernel in getattr(fixed, field).items():
+      saved[field][path] = {name: _variable(tensor) for name, tensor
+                            in kernel._asdict().items()}
+      variants[field][path] = type(kernel)(**saved[field][path])
+  weights = SearchWeights({**fixed.values, **saved["values"]}, **variants)
+  return weights, saved
+
+
 class ServingModule(tf.Module):
   """Model weights + vocabulary + the two serving functions.
 
@@ -214,8 +239,8 @@ class ServingModule(tf.Module):
   restore: "Could not find variable ...".) The search's weights that are
   not model variables (the output projection's decoding layout, int8
   kernels, casts: `search.fixed_search_weights`) are made once, here, and
-  saved as variables in `search_weights` ({`SearchWeights` field: {variable
-  path: tf.Variable}}), so that a served request does not make them again.
+  saved as variables in `search_weights` (`_saved_search_weights`), so that
+  a served request does not make them again.
 
   Args:
     model: a trained Transformer.
@@ -253,16 +278,7 @@ class ServingModule(tf.Module):
     hp, weights_first = machine.settle(hp, int8_chosen_per_call=True)
     self.hp = hp
     fixed = search.fixed_search_weights(model, hp.int8, weights_first)
-    # The weights that are no model variable, as variables: {field of
-    # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},
-    # plain dicts so that the SavedModel tracks them.
-    made = {field: {path: tf.nest.map_structure(_variable, weight)
-                    for path, weight in field_weights.items()
-                    if not isinstance(weight, tf.Variable)}
-            for field, field_weights in fixed._asdict().items()}
-    weights = SearchWeights(**{field: {**getattr(fixed, field), **made[field]}
-                               for field in SearchWeights._fields})
-    self.search_weights = made
+    weights, self.search_weights = _saved_search_weights(fixed)
     # Traced once, here, into concrete functions: tf.saved_model.save
     # traces a tf.function attribute again in its own context (its cache
     # key includes the save context), which doubled an export's tracing;

@@ -13,6 +13,7 @@ from t2tlite.decode import search as search_module
 from t2tlite.decode.search import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
+from t2tlite.layers.search_weights import LaidOutKernel
 from t2tlite.models import build_model
 from t2tlite.models import transformer as transformer_module
 
@@ -388,12 +389,14 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
 
   weights = tiny_model.search_weights()
   layer = tiny_model.decoder_layers[0]
-  assert weights.decoding_kernel(layer.feed_forward.w1).shape == (
+  laid_out = weights.kernel(layer.feed_forward.w1)
+  assert isinstance(laid_out, LaidOutKernel)
+  assert laid_out.kernel.shape == (
       1, layer.feed_forward.d_ff, tiny_model.config.d_model)
   ids, scores = search()
   monkeypatch.setattr(transformer_module, "decoding_kernels",
                       lambda values, layers: {})
-  assert not tiny_model.search_weights().decoding_kernels
+  assert not tiny_model.search_weights().kernels
   plain_ids, plain_scores = search()
   np.testing.assert_array_equal(ids, plain_ids)
   np.testing.assert_allclose(scores, plain_scores, atol=1e-5)
