@@ -226,10 +226,10 @@ def eos_loving_model():
 def test_min_length_reaches_every_search_from_decode_hparams(settings):
   model = eos_loving_model()
   for min_length in (0, 4):
-    hp, _ = machine.settle(DecodeHParams.parse(
+    settled = machine.settle(DecodeHParams.parse(
         f"{settings},min_length={min_length}"))
     outputs = search_module.search_with_hparams(model, INPUTS,
-                                                hp)["outputs"].numpy()
+                                                settled)["outputs"].numpy()
     first_eos = [trim(row).index(EOS) if EOS in row else None
                  for row in outputs]
     assert first_eos == [min_length] * len(outputs)
@@ -265,10 +265,10 @@ def test_no_repeat_ngram_size_reaches_every_search(tiny_model, settings):
   inputs = tf.constant([[5, 6, 7, 1, 0, 0]] * 4)
   counts = {}
   for n in (0, 2):
-    hp, _ = machine.settle(DecodeHParams.parse(
+    settled = machine.settle(DecodeHParams.parse(
         f"{settings},no_repeat_ngram_size={n},extra_length=20"))
     outputs = search_module.search_with_hparams(tiny_model, inputs,
-                                                hp)["outputs"].numpy()
+                                                settled)["outputs"].numpy()
     counts[n] = sum(repeated_ngrams(row, 2) for row in outputs)
   assert counts[0] > 0  # the untrained model repeats itself...
   assert counts[2] == 0  # ...and no bigram comes twice with the setting
