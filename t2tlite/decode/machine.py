@@ -141,7 +141,8 @@ def settle(hp, compute=None, device=None, int8_per_call=False,
     compute: None, or the requested compute precision.
     device: a hardware.Device; default this machine (described only for
       int8 or `compute`).
-    int8_per_call: keep int8 where it cannot compute here.
+    int8_per_call: an export's: its graph picks int8 or not at each call,
+      wherever it runs (int8 is kept where it cannot compute here).
     set_threads: set TensorFlow's intra-op threads for the searches (a
       process-wide setting: commands only).
   Returns:

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.decode import machine
+from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import searches_for, threads_per_search
 from t2tlite.decode.search import decode_ids, row_parts, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
@@ -164,6 +165,8 @@ def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
     machine.settle(settled)
   with pytest.raises(TypeError, match="machine.settle"):
     search_with_hparams(tiny_model, INPUTS, DecodeHParams())
+  with pytest.raises(TypeError, match="machine.settle"):
+    Decoder(tiny_model, None, DecodeHParams())
   settled = machine.settle(DecodeHParams(
       beam_size=2, extra_length=5, return_beams=True))
   whole = search_with_hparams(tiny_model, INPUTS, settled)
