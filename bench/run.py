@@ -22,11 +22,13 @@ Works (the same work as the published peer figures, so results compare):
                exactly 32 decoding steps: EOS is never chosen (decode
                hparam min_length=32, as the peer harness gives CTranslate2
                min_decoding_length=32), so no hypothesis finishes early.
-               Concurrent searches as t2t-decoder picks them (decode hparam concurrent_searches,
-               auto; 1 with --xla), or --concurrent_searches, with
-               TensorFlow's intra-op threads set as t2t-decoder sets them
-               (`machine.set_search_threads`; the JSON line's
-               intra_op_threads, and then no peak_now). The search's
+               Settled as t2t-decoder settles its decode hparams
+               (`machine.settle`): concurrent searches as it picks them
+               (decode hparam concurrent_searches, auto; 1 with --xla),
+               or --concurrent_searches, with TensorFlow's intra-op
+               threads set as it sets them (the JSON line's
+               intra_op_threads, and then no peak_now), int8 where it
+               computes, and the precision. The search's
                weights are made once, before the timed runs, as
                t2t-decoder makes them (`search.fixed_search_weights`).
                Figure: sentences per second.
@@ -64,9 +66,7 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
-from t2tlite import hardware
-from t2tlite import precision
-from t2tlite.decode.machine import searches_for, set_search_threads
+from t2tlite.decode.machine import settle
 from t2tlite.decode.search import decode_ids, fixed_search_weights
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
@@ -269,46 +269,47 @@ def train_result(args, work, hparams_set, overrides, vocab, batch, length):
   return report(args, work, extra, times, first, params, flops)
 
 
-def decode_search_fn(model, beam_size, alpha, xla, int8=False,
-                     concurrent_searches=1, length=DECODE_BASE[4]):
-  """The timed function: decode_ids with extra_length 0 and min_length
+def decode_settled(args):
+  """decode_base's decode hparams settled as t2t-decoder settles its own
+  (`machine.settle`, before TensorFlow runs): concurrent searches
+  (--concurrent_searches, else auto; 1 with XLA, whose compiled search runs
+  as one op) with TensorFlow's intra-op threads set for them, int8 where
+  it computes, and the compute precision. extra_length 0 and min_length
   `length`, so that sources of `length` tokens give exactly `length`
   decoding steps, EOS never chosen (as the peer harness asks CTranslate2
-  with min_decoding_length), with the search's weights made once, as
-  t2t-decoder's Decoder makes them."""
-  weights_first = int8 and precision.int8_support(
-      hardware.describe_device()).weights_first
-  weights = fixed_search_weights(model, int8, weights_first)
+  with min_decoding_length)."""
+  length = DECODE_BASE[4]
+  searches = args.concurrent_searches or (1 if args.xla else 0)
+  hp = DecodeHParams(beam_size=args.beam_size, alpha=args.alpha,
+                     extra_length=0, min_length=length, int8=args.int8,
+                     concurrent_searches=searches)
+  return settle(hp, args.mixed_precision or "float32", set_threads=True)
+
+
+def decode_search_fn(model, settled, xla):
+  """The timed function: decode_ids as `settled` says, with the search's
+  weights made once, as t2t-decoder's Decoder makes them."""
+  hp = settled.hp
+  weights = fixed_search_weights(model, settled.int8, settled.weights_first)
   return tf.function(
-      lambda inputs: decode_ids(model, inputs, beam_size=beam_size,
-                                alpha=alpha, extra_length=0,
-                                static_shapes=xla, int8=int8,
-                                concurrent_searches=concurrent_searches,
-                                search_weights=weights, min_length=length),
+      lambda inputs: decode_ids(model, inputs, beam_size=hp.beam_size,
+                                alpha=hp.alpha, extra_length=hp.extra_length,
+                                static_shapes=xla, int8=settled.int8,
+                                concurrent_searches=settled.searches,
+                                search_weights=weights,
+                                min_length=hp.min_length),
       jit_compile=xla, autograph=False)
 
 
-def concurrent_searches(requested, xla=False):
-  """`requested` (--concurrent_searches) if not 0, else t2t-decoder's
-  choice (`searches_for`), or 1 with XLA, whose compiled search runs as one
-  op."""
-  if xla and not requested:
-    return 1
-  return searches_for(DecodeHParams(concurrent_searches=requested))
-
-
-def decode_result(args):
+def decode_result(args, settled):
   hparams_set, overrides, vocab, batch, length = DECODE_BASE
   keras.utils.set_random_seed(args.seed)
   hp = t2tlite.create_hparams(hparams_set, overrides)
   model = t2tlite.build_model(hp, vocab,
-                              dtype=precision.KERAS_POLICY[
-                                  args.mixed_precision or "float32"])
+                              dtype=settled.precision.keras_policy)
   rng = np.random.RandomState(args.seed)
   inputs = random_ids(rng, vocab, batch, length)
-  searches = concurrent_searches(args.concurrent_searches, args.xla)
-  search = decode_search_fn(model, args.beam_size, args.alpha, args.xla,
-                            args.int8, searches)
+  search = decode_search_fn(model, settled, args.xla)
   outputs = []
 
   def step():
@@ -317,7 +318,7 @@ def decode_result(args):
   times, first = timed(step, args.steps, args.warmup)
   extra = {"batch": batch, "source_length": length, "decode_steps": length,
            "beam_size": args.beam_size, "alpha": args.alpha,
-           "int8": args.int8, "concurrent_searches": searches,
+           "int8": args.int8, "concurrent_searches": settled.searches,
            "vocab_size": vocab,
            "sentences_per_s": round(batch / statistics.median(times), 2),
            "output_tokens_per_s": round(batch * length /
@@ -325,7 +326,7 @@ def decode_result(args):
            "outputs_checksum": int(outputs[-1].astype(np.int64).sum())}
   if args.check_uncompiled:
     # The outputs must equal those of the plain (uncompiled graph) search.
-    plain = decode_search_fn(model, args.beam_size, args.alpha, False)
+    plain = decode_search_fn(model, settled, False)
     extra["same_as_uncompiled"] = bool(
         np.array_equal(plain(inputs)["outputs"].numpy(), outputs[-1]))
   flops = decode_flops(hp, vocab, batch, length, args.beam_size, length)
@@ -394,20 +395,16 @@ def main(argv=None):
     parser.error("--int8 is for --work decode_base without --xla (XLA has "
                  "no form of oneDNN's int8 kernel)")
   if args.work == "decode_base":
-    # As t2t-decoder does, before TensorFlow starts.
-    set_search_threads(concurrent_searches(args.concurrent_searches,
-                                           args.xla))
-  if args.int8:
-    support = precision.int8_support(hardware.describe_device())
-    if not support.available:  # a reason, not a traceback (no figure)
+    settled = decode_settled(args)  # as t2t-decoder, before TensorFlow runs
+    if args.int8 and not settled.int8:  # a reason, not a traceback
       print(f"bench/run.py --int8: int8 is not available here: "
-            f"{support.reason}.", flush=True)
+            f"{settled.int8_reason}.", flush=True)
       return 1
   print(f"machine: {fingerprint()}", flush=True)
   if args.work in TRAIN_WORKS:
     train_result(args, args.work, *TRAIN_WORKS[args.work])
   elif args.work == "decode_base":
-    decode_result(args)
+    decode_result(args, settled)
   else:
     scaling_results(args)
 

@@ -32,9 +32,8 @@ import tensorflow_text  # noqa: F401  (the sentencepiece ops)
 # Run as a script, so bench/ comes first on the import path: its modules import by name.
 from export_latency import MULTI30K_VAL, machine  # noqa: E402
 
-from t2tlite.decode.machine import (  # noqa: E402
-    searches_for, set_search_threads)
-from t2tlite.decode.settings import DecodeHParams  # noqa: E402
+from t2tlite.decode.machine import settle  # noqa: E402
+from t2tlite.serve.model_source import ModelSource  # noqa: E402
 
 
 def free_port():
@@ -81,9 +80,10 @@ def main():
   if sentence is None:
     with gzip.open(MULTI30K_VAL, "rt", encoding="utf-8") as f:
       sentence = f.readline().strip()
-  # TensorFlow's threads as t2t-serve sets them (before its first op), so
-  # that the two differ only by the server.
-  threads = set_search_threads(searches_for(DecodeHParams()))
+  # TensorFlow's threads as t2t-serve sets them (before its first op, for
+  # the export's decode hparams), so that the two differ only by the server.
+  threads = settle(ModelSource.open(args.saved_model).decode_hparams(""),
+                   set_threads=True).threads_per_search
   print(json.dumps(machine()))
   signature = tf.saved_model.load(args.saved_model).signatures[
       "serving_default"]

@@ -2,9 +2,10 @@
 t2t-attention, t2t-exporter), which adopt this module's key flags."""
 from absl import flags
 
+from t2tlite import precision
 from t2tlite.bin import common_flags, lazy
-from t2tlite.decode.settings import DecodeHParams
 
+machine = lazy.module("t2tlite.decode.machine")
 problem_decoding = lazy.module("t2tlite.problem_decoding")
 run_dir = lazy.module("t2tlite.run_dir")
 
@@ -29,19 +30,33 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
 FLAGS = flags.FLAGS
 
 
-def load_trained(dtype=None):
-  """(model, RunInfo, checkpoint path, DecodeHParams) from the flags; the
-  decode hparams are the problem's defaults with --decode_hparams on top.
-  `dtype` is the model's Keras dtype policy name (None: float32).
+def settled_decode(what):
+  """(RunInfo, SettledDecode) from the flags, before any model loads: the
+  problem's decode defaults with --decode_hparams on top (parsed here,
+  once), settled for this machine (`machine.settle`): TensorFlow's
+  intra-op threads set for the searches, int8 decided, --mixed_precision
+  resolved and announced (`what` computes: "Decoding").
   Commands require --output_dir (console.run).
 
   Raises:
     ValueError: bad --decode_hparams.
+    FileNotFoundError: not a training folder.
+  """
+  common_flags.load_run_plugins(FLAGS.output_dir)
+  info = run_dir.read_run_info(FLAGS.output_dir)
+  hp = problem_decoding.decode_hparams(info.problem, FLAGS.decode_hparams)
+  settled = machine.settle(hp, FLAGS.mixed_precision, set_threads=True)
+  precision.announce(settled.precision, what)
+  return info, settled
+
+
+def load_trained(settled):
+  """(model, RunInfo, checkpoint path) from the flags, computing in the
+  precision `settled` holds.
+
+  Raises:
     FileNotFoundError: not a training folder, or no checkpoint.
   """
-  DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
-  common_flags.load_run_plugins(FLAGS.output_dir)
-  model, info, path = run_dir.load_trained_model(
-      FLAGS.output_dir, FLAGS.checkpoint_path, dtype=dtype)
-  hp = problem_decoding.decode_hparams(info.problem, FLAGS.decode_hparams)
-  return model, info, path, hp
+  return run_dir.load_trained_model(
+      FLAGS.output_dir, FLAGS.checkpoint_path,
+      dtype=settled.precision.keras_policy)

@@ -37,14 +37,14 @@ def _run():
     raise app.UsageError(f"{len(FLAGS.input)} --input but {len(targets)} "
                          "--target flags: give one --target per --input, or "
                          "none.")
-  choice = precision_flags.chosen("Attention")
-  model, info, _, hp = run_flags.load_trained(choice.keras_policy)
+  _, settled = run_flags.settled_decode("Attention")
+  model, info, _ = run_flags.load_trained(settled)
   vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
   target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
   constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                                 target_vocab, hp)
-  maps = [attention_plots.attention_maps(model, vocab, source, target, hp,
-                                         target_vocab, constraint)
+                                                 target_vocab, settled.hp)
+  maps = [attention_plots.attention_maps(model, vocab, source, target,
+                                         settled, target_vocab, constraint)
           for source, target in zip(FLAGS.input, targets)]
   print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 

@@ -30,11 +30,9 @@ from absl import logging
 from t2tlite import files
 from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
 from t2tlite.decode import describe
-from t2tlite.decode.settings import DecodeHParams
 
 # TensorFlow loads when these are first used, after the flags are parsed.
 decoding = lazy.module("t2tlite.decode.decoding")
-machine = lazy.module("t2tlite.decode.machine")
 problem_lib = lazy.module("t2tlite.problem")
 problem_decoding = lazy.module("t2tlite.problem_decoding")
 run_dir = lazy.module("t2tlite.run_dir")
@@ -105,18 +103,14 @@ class _LengthWarning:
       sys.stderr.flush()
 
 
-def _load():
-  """(Decoder, problem name, _LengthWarning) from the flags; errors
-  raise."""
-  choice = precision_flags.chosen("Decoding")
+def _load(settled):
+  """(Decoder, problem name, _LengthWarning) from the flags, decoding as
+  `settled` says; errors raise."""
   if _ensemble_paths():
-    model, info, path, hp = _load_ensemble(choice.keras_policy)
+    model, info, path = _load_ensemble(settled.precision.keras_policy)
   else:
-    model, info, path, hp = run_flags.load_trained(choice.keras_policy)
-  if FLAGS.problem and FLAGS.problem != info.problem:
-    raise ValueError(
-        f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
-        f"{info.problem}; leave --problem out to use the trained one.")
+    model, info, path = run_flags.load_trained(settled)
+  hp = settled.hp
   logging.info("Decoding with %s (%s), %s", path, info.problem,
                describe.describe(hp))
   vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
@@ -127,7 +121,8 @@ def _load():
     logging.info("Outputs constrained by %s (decode hparam "
                  "constrained=false turns it off).",
                  type(constraint).__name__)
-  decoder = decoding.Decoder(model, vocab, hp, target_vocab, constraint)
+  decoder = decoding.Decoder(model, vocab, settled, target_vocab,
+                             constraint)
   return (decoder, info.problem,
           _LengthWarning(vocab, info.longest_train_example))
 
@@ -146,14 +141,11 @@ def _ensemble_paths():
 
 def _load_ensemble(dtype):
   """run_flags.load_trained for an ensemble: (Ensemble, the first member's
-  RunInfo, its checkpoints joined by commas, DecodeHParams)."""
+  RunInfo, its checkpoints joined by commas)."""
   from t2tlite.decode import ensemble
-  DecodeHParams.parse(FLAGS.decode_hparams)  # fail before loading
-  common_flags.load_run_plugins(FLAGS.output_dir)
   models, info, paths = run_dir.load_models(
       FLAGS.output_dir, _ensemble_paths(), dtype=dtype)
-  hp = problem_decoding.decode_hparams(info.problem, FLAGS.decode_hparams)
-  return ensemble.Ensemble(models), info, ",".join(paths), hp
+  return ensemble.Ensemble(models), info, ",".join(paths)
 
 
 def _read_input():
@@ -203,13 +195,17 @@ def _run():
   if bool(FLAGS.decode_from_file) == FLAGS.decode_interactive:
     raise app.UsageError("Give exactly one of --decode_from_file and "
                          "--decode_interactive.")
-  # Before TensorFlow starts: concurrent searches run best on cores of
-  # their own (intra-op threads are fixed once TensorFlow runs).
-  machine.set_search_threads(machine.searches_for(
-      DecodeHParams.parse(FLAGS.decode_hparams)))
   common_flags.load_plugins()
+  # Before TensorFlow runs: concurrent searches run best on cores of their
+  # own (intra-op threads are fixed once TensorFlow runs), and the model
+  # loads in the precision settled here.
+  info, settled = run_flags.settled_decode("Decoding")
+  if FLAGS.problem and FLAGS.problem != info.problem:
+    raise ValueError(
+        f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
+        f"{info.problem}; leave --problem out to use the trained one.")
   lines = None if FLAGS.decode_interactive else _read_input()
-  decoder, problem_name, length_warning = _load()
+  decoder, problem_name, length_warning = _load(settled)
   postprocess = _postprocess_fn(problem_name)
   if FLAGS.decode_interactive:
     _decode_interactive(decoder, postprocess, length_warning)

@@ -38,7 +38,6 @@ from absl import flags
 from absl import logging
 
 from t2tlite.bin import common_flags, console, lazy
-from t2tlite.decode.settings import DecodeHParams
 
 # TensorFlow loads when this is first used, after the flags are parsed.
 machine = lazy.module("t2tlite.decode.machine")
@@ -209,9 +208,6 @@ def _run():
   import waitress
 
   limits = _limits()
-  # Before TensorFlow starts (as t2t-decoder): concurrent searches run best
-  # on cores of their own.
-  machine.set_search_threads(machine.searches_for(DecodeHParams()))
   from t2tlite.serve.app import make_app
   from t2tlite.serve.lifecycle import Lifecycle
   from t2tlite.serve.model_source import ModelSource
@@ -219,6 +215,10 @@ def _run():
   source = ModelSource.open(FLAGS.model)
   if source.run_folder:
     common_flags.load_run_plugins(source.run_folder)
+  # Before TensorFlow runs (as t2t-decoder): the searches of the model's
+  # own decode hparams (the export's, else the problem's) run best on cores
+  # of their own. Each request's hparams are settled as it comes.
+  machine.settle(source.decode_hparams(""), set_threads=True)
   app = make_app(source, limits, _batch_limits(), Lifecycle())
   serving = app.extensions["t2tlite"]
   try:

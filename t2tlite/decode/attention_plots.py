@@ -39,7 +39,7 @@ def _trim_at_eos(ids):
       [i for i in ids if i != PAD_ID] + [EOS_ID])
 
 
-def attention_maps(model, vocab, source, target=None, hp=None,
+def attention_maps(model, vocab, source, target=None, settled=None,
                    target_vocab=None, constraint=None):
   """Every attention map of one sentence pair.
 
@@ -47,8 +47,9 @@ def attention_maps(model, vocab, source, target=None, hp=None,
     model: a Transformer with `attention_weights`.
     vocab: its (input) Vocabulary.
     source: the input sentence.
-    target: the output sentence; None decodes one with `hp`.
-    hp: DecodeHParams for that decoding (default: the paper's).
+    target: the output sentence; None decodes one with `settled`.
+    settled: the `machine.SettledDecode` of that decoding (default: the
+      paper's hparams, settled here).
     target_vocab: its target Vocabulary (target pieces); None: vocab.
     constraint: None, or the DecodeConstraint of that decoding.
   Returns:
@@ -59,7 +60,7 @@ def attention_maps(model, vocab, source, target=None, hp=None,
   target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
   if target is None:
-    hp, _ = machine.settle(hp or DecodeHParams())
+    hp = (settled or machine.settle(DecodeHParams())).hp
     out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
                             hp.extra_length, constraint=constraint,
                             int8=hp.int8, min_length=hp.min_length,

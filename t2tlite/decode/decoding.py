@@ -5,8 +5,9 @@ of lines.
     model, info, _ = run_dir.load_trained_model(output_dir)
     vocab = Vocabulary.from_file(info.vocab_file)
     target_vocab = Vocabulary.from_file(info.target_vocab_file)
-    decoder = Decoder(model, vocab, DecodeHParams.parse("beam_size=4"),
-                      target_vocab)  # DecodeHParams: t2tlite.decode.settings
+    # Settled once for this machine (t2tlite.decode.machine, .settings):
+    settled = machine.settle(DecodeHParams.parse("beam_size=4"))
+    decoder = Decoder(model, vocab, settled, target_vocab)
     outputs, scores = decoder.decode_lines(lines)
 """
 from absl import logging
@@ -23,29 +24,29 @@ def encode_inputs(vocab, strings):
   return tf.concat([ids, eos], axis=1).to_tensor()
 
 
-def decode_strings(model, vocab, strings, hp, target_vocab=None,
+def decode_strings(model, vocab, strings, settled, target_vocab=None,
                    constraint=None, search_weights=None):
   """Text in, text out, all in graph (tensorflow-text tokenizer).
 
   Args:
     vocab: the inputs' Vocabulary (encodes `strings`).
     strings: tf.string [batch]; empty (or blank) strings give empty outputs.
-    hp: DecodeHParams settled for this machine (`machine.settle`;
-      batch_size is not used here).
+    settled: a `machine.SettledDecode` (hp.batch_size is not used here).
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
     constraint: None, or a `constraints.DecodeConstraint`
       (`search.decode_ids`).
-    search_weights: None, or `search.fixed_search_weights(model, hp.int8)`.
+    search_weights: None, or `search.fixed_search_weights(model,
+      settled.int8, settled.weights_first)`.
   Returns:
     {"outputs": tf.string [batch] (or [batch, beam] with
     hp.multiple_outputs: beams or samples),
     "scores": float32 [batch] (or [batch, beam])}.
   """
   result = search.search_with_hparams(model, encode_inputs(vocab, strings),
-                                      hp, constraint, search_weights)
+                                      settled, constraint, search_weights)
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
-  if hp.multiple_outputs:
+  if settled.hp.multiple_outputs:
     beams = tf.shape(ids)[1]
     flat = target_vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
     text = tf.reshape(flat, [-1, beams])
@@ -69,25 +70,28 @@ class Decoder:
   Args:
     model: a trained Transformer.
     vocab: its (input) `t2tlite.data.vocab.Vocabulary`.
-    hp: `settings.DecodeHParams`.
+    settled: `machine.settle`'s SettledDecode (its hp: the decode hparams).
     target_vocab: its target Vocabulary; None: vocab (shared).
     constraint: None, or the `constraints.DecodeConstraint` every output
       obeys (see `t2tlite.problem_decoding.decode_constraint`).
   """
 
-  def __init__(self, model, vocab, hp, target_vocab=None, constraint=None):
-    # Auto searches a number, int8 only where its kernel computes (else
-    # one log line says why).
-    hp, weights_first = machine.settle(hp)
-    self.model, self.vocab, self.hp = model, vocab, hp
+  def __init__(self, model, vocab, settled, target_vocab=None,
+               constraint=None):
+    if not isinstance(settled, machine.SettledDecode):
+      raise TypeError(f"Decoder takes settled decode hparams, got "
+                      f"{type(settled).__name__}: machine.settle(hp)")
+    self.model, self.vocab = model, vocab
+    self.settled, self.hp = settled, settled.hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    weights = search.fixed_search_weights(model, hp.int8, weights_first)
+    weights = search.fixed_search_weights(model, settled.int8,
+                                          settled.weights_first)
     # Without AutoGraph: the search's loops and branches are tf.while_loop
     # and tf.cond already, and converting the model's Python code took
     # most of a decoder's start.
     self._decode = tf.function(
-        lambda strings: decode_strings(model, vocab, strings, hp,
+        lambda strings: decode_strings(model, vocab, strings, settled,
                                        self.target_vocab, constraint,
                                        weights),
         input_signature=[tf.TensorSpec([None], tf.string)],

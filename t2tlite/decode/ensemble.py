@@ -15,6 +15,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from t2tlite.layers.search_weights import EnsembleWeights
+
 
 class Ensemble:
   """Models with the interface `search.decode_ids` searches with
@@ -41,10 +43,11 @@ class Ensemble:
 
   def search_weights(self, int8=False, keep_variables=False,
                      int8_weights_first=False):
-    """A list: each model's `search_weights` (a `SearchWeights`)."""
-    return [m.search_weights(int8=int8, keep_variables=keep_variables,
-                             int8_weights_first=int8_weights_first)
-            for m in self.models]
+    """An `EnsembleWeights`: each model's `search_weights`."""
+    return EnsembleWeights(tuple(
+        m.search_weights(int8=int8, keep_variables=keep_variables,
+                         int8_weights_first=int8_weights_first)
+        for m in self.models))
 
   def prepare_decoding(self, inputs, max_decode_length=None,
                        search_weights=None):
@@ -52,7 +55,7 @@ class Ensemble:
 
     Args:
       search_weights: None (each model's float ones, made here), or
-        `self.search_weights(...)`.
+        `self.search_weights(...)`, an `EnsembleWeights`.
     Returns:
       (decode_step(ids int32 [rows], step, cache) -> (float32 [rows, V] the
       mean of the models' log-probabilities, cache); the initial cache
@@ -63,7 +66,7 @@ class Ensemble:
     steps, caches = zip(*[
         model.prepare_decoding(inputs, max_decode_length,
                                search_weights=weights)
-        for model, weights in zip(self.models, search_weights)])
+        for model, weights in zip(self.models, search_weights.members)])
 
     def decode_step(ids, step, cache):
       log_probs, new_caches = [], []

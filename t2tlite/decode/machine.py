@@ -1,6 +1,10 @@
 """How decoding fits the machine that runs it: concurrent searches and
-their CPU threads, whether the int8 kernel computes here, and decode
-hparams settled for both (`settle`).
+their CPU threads, whether the int8 kernel computes here and the compute
+precision, settled once into a `SettledDecode` (`settle`).
+
+    settled = settle(hp, "auto", set_threads=True)  # a command, first
+    model = load(dtype=settled.precision.keras_policy)
+    decoder = Decoder(model, vocab, settled)
 """
 import dataclasses
 import os
@@ -9,7 +13,8 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite import hardware
-from t2tlite import precision
+from t2tlite import precision as precision_lib
+from t2tlite.decode.settings import DecodeHParams
 
 
 def cpu_cores():
@@ -75,39 +80,93 @@ def set_search_threads(searches):
 _int8_reasons_logged = set()
 
 
-def settle(hp, device=None, int8_chosen_per_call=False):
-  """Decode hparams as they run on this machine, settled once, before a
-  search is traced (by a Decoder, an export, a command).
+@dataclasses.dataclass(frozen=True)
+class SettledDecode:
+  """Decode hparams as they run on this machine (`settle`): what the
+  searches, a Decoder and an export take, never raw hparams.
+
+  Attributes:
+    hp: the DecodeHParams the searches run: concurrent_searches a number
+      (never 0, auto), int8 whether the graph holds an int8 search.
+    threads_per_search: TensorFlow's intra-op threads that `settle` set for
+      the searches, or None (left as they were).
+    int8_per_call: the graph picks the int8 search or the one without at
+      each call, wherever it runs (an export: `search.int8_or_float`);
+      otherwise int8 is decided here, once.
+    weights_first: the int8 kernels' layout (`precision.int8_support`).
+    int8_reason: why int8 is on or off here; "" when not asked for.
+    precision: the `precision.Choice` the model computes in, or None when
+      the caller built its model in a precision of its own.
+  """
+  hp: DecodeHParams
+  threads_per_search: int | None = None
+  int8_per_call: bool = False
+  weights_first: bool = False
+  int8_reason: str = ""
+  precision: precision_lib.Choice | None = None
+
+  @property
+  def searches(self):
+    """Concurrent searches over a batch's rows."""
+    return self.hp.concurrent_searches
+
+  @property
+  def int8(self):
+    """Whether the graph holds an int8 search (run at every call unless
+    int8_per_call)."""
+    return self.hp.int8
+
+
+def settle(hp, compute=None, device=None, int8_per_call=False,
+           set_threads=False):
+  """Decode hparams settled for this machine, once, at the boundary: by a
+  command before TensorFlow runs (`set_threads`), by a server for each
+  request's hparams, by an export before it traces.
 
   - concurrent_searches 0 (auto) becomes `searches_for(hp)`'s number, so
     that every trace runs, and an export records, the searches chosen here;
+    with `set_threads` each gets its share of the cores
+    (`set_search_threads`, before TensorFlow runs its first op);
   - where the int8 kernel cannot compute (`precision.int8_support`: oneDNN
     off, no AVX2, a GPU), int8 is turned off, with one log line naming the
     reason (once per reason and process), and the search multiplies in the
-    compute precision instead; unless `int8_chosen_per_call` (an export:
-    its graph picks int8 or not at each request, wherever it is served,
-    `search.int8_or_float`).
-
-  Settled hparams settle to themselves.
+    compute precision instead; unless `int8_per_call` (an export: its
+    graph picks int8 or not at each request, wherever it is served);
+  - `compute`, a --mixed_precision value ("auto" or a precision), becomes
+    a `precision.Choice` (the caller announces it and builds its model in
+    it).
 
   Args:
     hp: DecodeHParams.
+    compute: None, or the requested compute precision.
     device: a hardware.Device; default this machine (described only for
-      int8).
-    int8_chosen_per_call: keep int8 where it cannot compute here.
+      int8 or `compute`).
+    int8_per_call: an export's: its graph picks int8 or not at each call,
+      wherever it runs (int8 is kept where it cannot compute here).
+    set_threads: set TensorFlow's intra-op threads for the searches (a
+      process-wide setting: commands only).
   Returns:
-    (the settled DecodeHParams; the int8 weights' layout, weights_first,
-    for `search.fixed_search_weights`).
+    a SettledDecode.
   """
+  if isinstance(hp, SettledDecode):
+    raise TypeError("settle takes DecodeHParams; these are settled already")
   hp = dataclasses.replace(hp, concurrent_searches=searches_for(hp))
+  threads = set_search_threads(hp.concurrent_searches) if set_threads else None
+  if hp.int8 or compute:
+    with tf.init_scope():  # describing the machine may run ops: no trace
+      device = device or hardware.describe_device()
+  choice = precision_lib.choose(compute, device) if compute else None
+  settled = SettledDecode(hp, threads, precision=choice)
   if not hp.int8:
-    return hp, False
-  with tf.init_scope():  # describing the machine may run ops: not in a trace
-    support = precision.int8_support(device or hardware.describe_device())
-  if support.available or int8_chosen_per_call:
-    return hp, support.weights_first
+    return settled
+  support = precision_lib.int8_support(device)
+  if support.available or int8_per_call:
+    return dataclasses.replace(settled, int8_per_call=int8_per_call,
+                               weights_first=support.weights_first,
+                               int8_reason=support.reason)
   if support.reason not in _int8_reasons_logged:
     _int8_reasons_logged.add(support.reason)
     logging.warning("int8=true is not available here, so decoding runs "
                     "without int8: %s.", support.reason)
-  return dataclasses.replace(hp, int8=False), False
+  return dataclasses.replace(settled, hp=dataclasses.replace(hp, int8=False),
+                             int8_reason=support.reason)

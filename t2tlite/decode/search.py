@@ -1,21 +1,21 @@
 """The in-graph search over id sequences: output lengths, PAD kept out of
 every output, concurrent searches over blocks of rows, the search's weights made
-once, and int8 chosen in the graph.
+once, and int8 as settled (`machine.settle`).
 
     weights = fixed_search_weights(model)
     result = decode_ids(model, inputs, beam_size=4, search_weights=weights)
     # or as settled decode hparams say (machine.settle):
-    result = search_with_hparams(model, inputs, hp, search_weights=weights)
+    result = search_with_hparams(model, inputs, machine.settle(hp),
+                                 search_weights=weights)
 """
 import dataclasses
 
 import tensorflow as tf
 
-from t2tlite.decode import constraints, sampling
+from t2tlite.decode import constraints, machine, sampling
 from t2tlite.decode.beam_search import beam_search, greedy_search
 from t2tlite.ids import PAD_ID
 from t2tlite.layers import int8 as int8_layer
-from t2tlite.layers.search_weights import SearchWeights
 
 
 def decode_lengths(model, inputs, extra_length):
@@ -52,21 +52,25 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def int8_or_float(hp, search_weights, search):
-  """search(hp, search_weights), with int8 chosen in the graph at each call.
+def int8_or_float(settled, search_weights, search):
+  """search(hp, search_weights) with the settled hparams, int8 as settled.
 
-  With hp.int8 the graph holds both searches and runs the int8 one where
-  its kernel computes (`int8.kernel_works`, a few small ops), else the one
-  without int8 (its weights made in the call from the model's variables):
-  a traced or exported int8 search never fails for want of the kernel,
-  whatever machine runs it.
+  Int8 is decided once: by `machine.settle` for the machine at hand, or,
+  with settled.int8_per_call (an export), at each call where the graph
+  runs: the graph then holds both searches and runs the int8 one where its
+  kernel computes (`int8.kernel_works`, a few small ops), else the one
+  without int8 (its weights made in the call from the model's variables),
+  so that an exported int8 search never fails for want of the kernel,
+  whatever machine serves it.
 
   Args:
-    hp: DecodeHParams.
-    search_weights: None, or `fixed_search_weights(model, hp.int8)`.
+    settled: a `machine.SettledDecode`.
+    search_weights: None, or `fixed_search_weights(model, settled.int8,
+      settled.weights_first)`.
     search: callable(hp, search_weights) -> {name: tensor}.
   """
-  if not hp.int8:
+  hp = settled.hp
+  if not settled.int8_per_call:
     return search(hp, search_weights)
   plain = dataclasses.replace(hp, int8=False)
   return tf.cond(int8_layer.kernel_works(),
@@ -91,20 +95,12 @@ def fixed_search_weights(model, int8=False, weights_first=False):
     int8: the int8 search's weights (see DecodeHParams).
     weights_first: their layout (`precision.int8_support`).
   Returns:
-    a `SearchWeights` (a list of them for an `Ensemble`), as
+    a `SearchWeights` (an `EnsembleWeights` for an `Ensemble`), as
     `decode_ids`'s search_weights.
   """
   with tf.init_scope():
     return model.search_weights(int8=int8, keep_variables=True,
                                 int8_weights_first=weights_first)
-
-
-def weights_are_int8(search_weights):
-  """Whether `search_weights` (a model's `SearchWeights`, or an ensemble's
-  list of them) are an int8 search's."""
-  if isinstance(search_weights, SearchWeights):
-    return search_weights.int8
-  return all(weights.int8 for weights in search_weights)
 
 
 def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
@@ -132,7 +128,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     int8: see DecodeHParams.
     concurrent_searches: independent searches over consecutive blocks of
       the batch's rows (`row_parts`), sharing one copy of the weights. The
-      graph runs them side by side (`machine.searches_for` says when that
+      graph runs them side by side (`machine.settle` says when that
       is faster, `machine.set_search_threads` gives each its cores); the
       outputs are those of one search over the whole batch (see
       DecodeHParams for int8).
@@ -153,7 +149,7 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
     search_weights = model.search_weights(int8=int8)
-  elif weights_are_int8(search_weights) != int8:
+  elif search_weights.int8 != int8:
     raise ValueError(f"decode_ids(int8={int8}) was given the search weights "
                      f"of an int8={not int8} search: make them with "
                      f"fixed_search_weights(model, int8={int8})")
@@ -216,30 +212,31 @@ def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
   return {"outputs": outputs, "scores": scores}
 
 
-def search_with_hparams(model, inputs, hp, constraint=None,
+def search_with_hparams(model, inputs, settled, constraint=None,
                         search_weights=None):
-  """`decode_ids` as decode hparams say: searched or sampled, int8 chosen
-  in the graph at each call (`int8_or_float`).
+  """`decode_ids` as settled decode hparams say: searched or sampled, int8
+  as settled (`int8_or_float`).
 
   Args:
     model: a Transformer (or anything `decode_ids` searches).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded.
-    hp: DecodeHParams settled for this machine (`machine.settle`), so
-      that concurrent_searches is a number, not 0 (auto); batch_size is
-      not used.
+    settled: a `machine.SettledDecode` (concurrent searches a number, int8
+      decided); hp.batch_size is not used.
     constraint: None, or a `constraints.DecodeConstraint` that every output
       obeys.
-    search_weights: None, or `fixed_search_weights(model, hp.int8, ...)`.
+    search_weights: None, or `fixed_search_weights(model, settled.int8,
+      settled.weights_first)`.
   Returns:
     {"outputs": int32 [batch, out_len] (or [batch, beam, out_len] with
     hp.multiple_outputs: beams or samples), "scores": float32 [batch] (or
     [batch, beam])}, as `decode_ids`.
   Raises:
-    ValueError: hp not settled.
+    TypeError: hparams not settled.
   """
-  if not hp.concurrent_searches:
-    raise ValueError("decode hparams with concurrent_searches=0 (auto): "
-                     "settle them for this machine first (machine.settle)")
+  if not isinstance(settled, machine.SettledDecode):
+    raise TypeError(f"search_with_hparams takes settled decode hparams, got "
+                    f"{type(settled).__name__}: settle them for this "
+                    "machine first (machine.settle)")
 
   def search(hp, weights):
     return decode_ids(
@@ -249,4 +246,4 @@ def search_with_hparams(model, inputs, hp, constraint=None,
         sampler=sampling.Sampler.from_hparams(hp), min_length=hp.min_length,
         no_repeat_ngram_size=hp.no_repeat_ngram_size)
 
-  return int8_or_float(hp, search_weights, search)
+  return int8_or_float(settled, search_weights, search)

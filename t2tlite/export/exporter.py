@@ -30,6 +30,7 @@ from t2tlite import precision as precision_lib
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite.data.vocab import Vocabulary
+from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import batching_config
 from t2tlite.export.serving_module import ServingModule
@@ -145,12 +146,15 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   if precision not in precision_lib.EXPORT_PRECISIONS:
     raise ValueError(f"export precision {precision!r}: expected "
                      f"{' or '.join(precision_lib.EXPORT_PRECISIONS)}")
-  if isinstance(decode_hparams, str):
-    DecodeHParams.parse(decode_hparams)  # fail before loading the model
+  # Parsed and settled before the model loads, so that mistakes fail fast:
+  # auto searches a number; int8 kept where it cannot compute here (each
+  # request picks, `search.int8_or_float`).
+  hp = _decode_hparams(decode_hparams,
+                       run_dir.read_run_info(output_dir).problem)
+  settled = machine.settle(hp, int8_per_call=True)
   model, info, checkpoint = run_dir.load_trained_model(
       output_dir, checkpoint_path,
       dtype=precision_lib.KERAS_POLICY[precision])
-  hp = _decode_hparams(decode_hparams, info.problem)
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = (None if info.shares_vocabulary else
                   Vocabulary.from_file(info.target_vocab_file))
@@ -160,7 +164,7 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   # run in the graph (parsing: bracketed trees with the input's words).
   postprocess = (problem_lib.get_problem(info.problem).postprocess_graph
                  if constraint is not None else None)
-  module = ServingModule(model, vocab, hp, target_vocab=target_vocab,
+  module = ServingModule(model, vocab, settled, target_vocab=target_vocab,
                          constraint=constraint, postprocess=postprocess)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
   tf.io.gfile.makedirs(export_dir)

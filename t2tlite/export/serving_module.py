@@ -39,8 +39,9 @@ Input rules, applied in the graph so that no request fails:
 Only TensorFlow core and tensorflow-text ops are used (stock TF Serving links
 both); nothing runs Python at serving time.
 
-An int8 export (decode hparam int8) checks at each request that the int8
-kernel computes where it is served (`search.int8_or_float`: it needs
+An int8 export (decode hparam int8, settled with int8_per_call) checks at
+each request that the int8 kernel computes where it is served
+(`search.int8_or_float`: it needs
 TensorFlow's oneDNN path, TF_ENABLE_ONEDNN_OPTS=1 in the server's
 environment on CPUs where TensorFlow leaves it off); where it does not, the
 request runs the float32 search instead (the same outputs as a float32
@@ -50,7 +51,7 @@ export), never an error.
 import tensorflow as tf
 
 from t2tlite import run_dir
-from t2tlite.decode import decoding, machine, scoring, search
+from t2tlite.decode import decoding, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -111,14 +112,14 @@ class _TruncatingVocab:
     return self.vocab.decode(ids)
 
 
-def translate_text(model, vocab, hp, max_input_length, inputs,
+def translate_text(model, vocab, settled, max_input_length, inputs,
                    target_vocab=None, constraint=None, postprocess=None,
                    search_weights=None):
   """Text in, text out (the serving_default signature).
 
   Args:
     model: a Transformer; vocab: its (input) Vocabulary.
-    hp: DecodeHParams settled for this machine (`machine.settle`).
+    settled: the `machine.SettledDecode` it runs.
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
     target_vocab: the Vocabulary of its outputs; None: vocab.
@@ -132,13 +133,13 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
-  result = decoding.decode_strings(model, truncating, text, hp, target_vocab,
-                                   constraint, search_weights)
+  result = decoding.decode_strings(model, truncating, text, settled,
+                                   target_vocab, constraint, search_weights)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
   if postprocess is not None:
-    if hp.multiple_outputs:
+    if settled.hp.multiple_outputs:
       beams = tf.shape(outputs)[1]
       flat = postprocess(tf.reshape(outputs, [-1]),
                          tf.repeat(text, beams))
@@ -149,7 +150,7 @@ def translate_text(model, vocab, hp, max_input_length, inputs,
   return {"outputs": outputs, "scores": _zero_where(blank, result["scores"])}
 
 
-def translate_ids(model, vocab_size, hp, max_input_length, inputs,
+def translate_ids(model, vocab_size, settled, max_input_length, inputs,
                   constraint=None, search_weights=None):
   """Ids in, ids out (the translate_ids signature).
 
@@ -165,7 +166,7 @@ def translate_ids(model, vocab_size, hp, max_input_length, inputs,
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = search.search_with_hparams(model, ids, hp, constraint,
+  result = search.search_with_hparams(model, ids, settled, constraint,
                                       search_weights)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
@@ -203,6 +204,31 @@ def _variable(tensor):
   return tf.Variable(tensor, trainable=False)
 
 
+def _saved_search_weights(fixed):
+  """The search's weights that are no model variable, as variables.
+
+  Args:
+    fixed: `search.fixed_search_weights`'s `SearchWeights`.
+  Returns:
+    (the `SearchWeights` reading them, each kernel variant of its type;
+    {"values": {path: tf.Variable}, "kernels" and "output_kernels": {path:
+    {the variant's field: tf.Variable}}}: plain dicts, which a SavedModel
+    tracks, under the names of today's exports.)
+  """
+  saved = {"values": {path: _variable(weight) for path, weight
+                      in fixed.values.items()
+                      if not isinstance(weight, tf.Variable)}}
+  variants = {}
+  for field in ("kernels", "output_kernels"):
+    saved[field], variants[field] = {}, {}
+    for path, kernel in getattr(fixed, field).items():
+      saved[field][path] = {name: _variable(tensor) for name, tensor
+                            in kernel._asdict().items()}
+      variants[field][path] = type(kernel)(**saved[field][path])
+  weights = SearchWeights({**fixed.values, **saved["values"]}, **variants)
+  return weights, saved
+
+
 class ServingModule(tf.Module):
   """Model weights + vocabulary + the two serving functions.
 
@@ -214,16 +240,16 @@ class ServingModule(tf.Module):
   restore: "Could not find variable ...".) The search's weights that are
   not model variables (the output projection's decoding layout, int8
   kernels, casts: `search.fixed_search_weights`) are made once, here, and
-  saved as variables in `search_weights` ({`SearchWeights` field: {variable
-  path: tf.Variable}}), so that a served request does not make them again.
+  saved as variables in `search_weights` (`_saved_search_weights`), so that
+  a served request does not make them again.
 
   Args:
     model: a trained Transformer.
     vocab: its (input) `t2tlite.data.vocab.Vocabulary` (a tf.Module holding
       the tensorflow-text SentencepieceTokenizer, whose sentencepiece model
       bytes are saved in the graph).
-    hp: `settings.DecodeHParams`, settled here (`machine.settle`) and
-      fixed in the graph (batch_size is unused: clients batch).
+    settled: `machine.settle(hp, int8_per_call=True)`'s SettledDecode,
+      fixed in the graph (hp.batch_size is unused: clients batch).
   Attributes:
     hp: the settled DecodeHParams the graph runs (an export records
       them).
@@ -236,7 +262,7 @@ class ServingModule(tf.Module):
       (`Problem.postprocess_graph`; parsing: bracketed trees with the words).
   """
 
-  def __init__(self, model, vocab, hp, max_input_length=None, name=None,
+  def __init__(self, model, vocab, settled, max_input_length=None, name=None,
                target_vocab=None, constraint=None, postprocess=None):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
@@ -248,34 +274,26 @@ class ServingModule(tf.Module):
       raise ValueError(f"max_input_length={self.max_input_length}: need >= 2 "
                        "(one token and EOS)")
     length = self.max_input_length
-    # Fixed in the graph: auto searches a number; int8 kept where it cannot
-    # compute here (each request picks, `search.int8_or_float`).
-    hp, weights_first = machine.settle(hp, int8_chosen_per_call=True)
-    self.hp = hp
-    fixed = search.fixed_search_weights(model, hp.int8, weights_first)
-    # The weights that are no model variable, as variables: {field of
-    # SearchWeights: {path: tf.Variable, or an int8 kernel's dict of them}},
-    # plain dicts so that the SavedModel tracks them.
-    made = {field: {path: tf.nest.map_structure(_variable, weight)
-                    for path, weight in field_weights.items()
-                    if not isinstance(weight, tf.Variable)}
-            for field, field_weights in fixed._asdict().items()}
-    weights = SearchWeights(**{field: {**getattr(fixed, field), **made[field]}
-                               for field in SearchWeights._fields})
-    self.search_weights = made
+    if not settled.int8_per_call and settled.int8:
+      raise ValueError("an int8 export picks int8 at each request where it "
+                       "is served: settle with int8_per_call=True")
+    self.hp = settled.hp
+    fixed = search.fixed_search_weights(model, settled.int8,
+                                        settled.weights_first)
+    weights, self.search_weights = _saved_search_weights(fixed)
     # Traced once, here, into concrete functions: tf.saved_model.save
     # traces a tf.function attribute again in its own context (its cache
     # key includes the save context), which doubled an export's tracing;
     # a concrete function is saved as it is. Without AutoGraph, as the
     # Decoder (BUILD_NOTES.md, "Graphs traced without AutoGraph").
     self.translate_text = _traced(
-        lambda inputs: translate_text(model, vocab, hp, length, inputs,
+        lambda inputs: translate_text(model, vocab, settled, length, inputs,
                                       self.target_vocab, constraint,
                                       postprocess, weights),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY))
     self.translate_ids = _traced(
-        lambda inputs: translate_ids(model, vocab.size, hp, length, inputs,
-                                     constraint, weights),
+        lambda inputs: translate_ids(model, vocab.size, settled, length,
+                                     inputs, constraint, weights),
         tf.TensorSpec([None, None], tf.int32, name=INPUT_KEY))
     self.score = _traced(
         lambda inputs, targets: score_text(model, vocab, self.target_vocab,

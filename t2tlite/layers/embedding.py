@@ -6,8 +6,8 @@ import keras
 import tensorflow as tf
 
 from t2tlite.layers import int8
-from t2tlite.layers.linear import (laid_out_product, position_wise,
-                                   read_weight, with_leading_axes)
+from t2tlite.layers.linear import multiply, position_wise, read_weight
+from t2tlite.layers.search_weights import FloatKernel, LaidOutKernel
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -47,51 +47,45 @@ class SharedEmbedding(keras.layers.Layer):
     """[batch, len, d_model] -> float32 [batch, len, vocab].
 
     search_weights: None, or the search's `SearchWeights`; when they hold
-    the output kernel quantized (`int8_output_kernels`) the product is
-    int8, else when they hold it laid out for decoding (`output_kernels`)
-    it is used as it is laid out.
+    a variant of the output kernel (`output_kernels`, `int8_output_kernels`)
+    the product is by that variant (`linear.multiply`).
     """
-    quantized = kernel = None
+    kernel = None
     if search_weights is not None:
-      quantized = search_weights.int8_output_kernel(self.embeddings)
       kernel = search_weights.output_kernel(self.embeddings)
-    if quantized is not None:
-      flat = int8.matmul(tf.reshape(x, [-1, self.d_model]), quantized)
-      return tf.cast(with_leading_axes(flat, x, self.vocab_size), tf.float32)
     if kernel is not None:
-      return tf.cast(laid_out_product(x, kernel), tf.float32)
+      return tf.cast(multiply(x, kernel), tf.float32)
     table = read_weight(self.embeddings, self.compute_dtype, search_weights)
     return tf.cast(position_wise(x, table, transpose_kernel=True), tf.float32)
 
   def output_kernels(self, values):
     """The tied output projection laid out for each decoding step, made once
     per search (BUILD_NOTES.md, "Decoding layouts"). float32: the table
-    transposed, [d_model, vocab], for a 2-D matmul without a transpose, the
-    layout oneDNN runs fastest on AVX2 and AVX-512 alike. bfloat16: the
-    table as it is, [1, vocab, d_model], for a one-batch matmul with
-    transpose_b, which oneDNN ran faster than the 2-D forms on a Zen 5,
-    with the same results there.
+    transposed, [d_model, vocab], a `FloatKernel` for a 2-D matmul without
+    a transpose, the layout oneDNN runs fastest on AVX2 and AVX-512 alike.
+    bfloat16: the table as it is, [1, vocab, d_model], a `LaidOutKernel`
+    for a one-batch matmul with transpose_b, which oneDNN ran faster than
+    the 2-D forms on a Zen 5, with the same results there.
 
     Args:
       values: {variable.path: weight in the compute dtype}, holding the
         table (`SearchWeights.values`).
     Returns:
-      {the table's path: [d_model, vocab] or [1, vocab, d_model]},
-      `SearchWeights.output_kernels`.
+      {the table's path: its variant}, for `SearchWeights.output_kernels`.
     """
     path = self.embeddings.path
     table = values[path]
     if table.dtype == tf.float32:
-      return {path: tf.transpose(table)}
-    return {path: table[tf.newaxis]}
+      return {path: FloatKernel(tf.transpose(table))}
+    return {path: LaidOutKernel(table[tf.newaxis])}
 
   def int8_output_kernels(self, weights_first=False):
     """The output kernel ([d_model, vocab]) quantized for `int8.matmul` in
     the `weights_first` layout, which `logits` then uses.
 
     Returns:
-      {the table's path: `int8.quantize_kernel`'s dict},
-      `SearchWeights.int8_output_kernels`.
+      {the table's path: an `Int8Kernel` or `Int8WeightsFirstKernel`}, for
+      `SearchWeights.output_kernels`.
     """
     return {self.embeddings.path: int8.quantize_kernel(
         self.embeddings, weights_first, transposed=True)}

@@ -36,6 +36,8 @@ The kernel computes only on TensorFlow's oneDNN path (see
 """
 import tensorflow as tf
 
+from t2tlite.layers.search_weights import Int8Kernel, Int8WeightsFirstKernel
+
 ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
 
@@ -49,11 +51,7 @@ def quantize_kernel(kernel, weights_first=False, transposed=False):
     weights_first: lay it out as the product's first operand (see above:
       faster with VNNI, slower without).
   Returns:
-    {"scales": float32 [d_out] (the column maxima), and either
-    "weights_first": uint8 [d_out, d_in] (the transposed int8 kernel plus
-    128), or "kernel": int8 [d_in, d_out] (kernel / column max, times 127)
-    with "column_sums": float32 [d_out] (its columns summed, divided by
-    127)}.
+    an `Int8WeightsFirstKernel` with weights_first, else an `Int8Kernel`.
   """
   # Work on [d_out, d_in] (rows = output columns) for the weights-first
   # layout, on [d_in, d_out] for the other.
@@ -68,10 +66,11 @@ def quantize_kernel(kernel, weights_first=False, transposed=False):
     # uint8, not quint8: Keras layers, which pass the search's weights on,
     # know no quantized dtypes. Bitcast at the product.
     shifted = tf.cast(quantized, tf.int32) + 128
-    return {"weights_first": tf.cast(shifted, tf.uint8), "scales": scales}
-  return {"kernel": quantized, "scales": scales,
-          "column_sums": tf.reduce_sum(tf.cast(quantized, tf.float32),
-                                       axis=0) / 127.0}
+    return Int8WeightsFirstKernel(tf.cast(shifted, tf.uint8), scales)
+  return Int8Kernel(quantized,
+                    tf.reduce_sum(tf.cast(quantized, tf.float32),
+                                  axis=0) / 127.0,
+                    scales)
 
 
 def quantize_rows(x, bits=ACTIVATION_BITS):
@@ -95,15 +94,15 @@ def quantize_rows(x, bits=ACTIVATION_BITS):
 
 def normalized_product(shifted, quantized, bits=ACTIVATION_BITS):
   """The u8 x s8 kernel: (x / row max) @ (kernel / column max), float32
-  [rows, d_out], from `quantize_rows`'s first result and `quantize_kernel`'s.
+  [rows, d_out], from `quantize_rows`'s first result and an `Int8Kernel`.
   """
   steps = 2**(bits - 1) - 1
   # In its SCALED mode the kernel multiplies the int32 sums by
   # max_a / 255 * max_b / 127: max_a = 255 / steps undoes the activations'
   # scaling and max_b = 1 the weights'; the bias removes the shift.
   return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-      a=shifted, b=tf.bitcast(quantized["kernel"], tf.qint8),
-      bias=-tf.cast(quantized["column_sums"], tf.float32) * (
+      a=shifted, b=tf.bitcast(quantized.kernel, tf.qint8),
+      bias=-tf.cast(quantized.column_sums, tf.float32) * (
           (steps + 1) / steps),
       min_a=0.0, max_a=255.0 / steps, min_b=-1.0, max_b=1.0,
       min_freezed_output=-1.0, max_freezed_output=1.0, Toutput=tf.float32,
@@ -112,7 +111,7 @@ def normalized_product(shifted, quantized, bits=ACTIVATION_BITS):
 
 def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
   """(x / row max) @ (kernel / column max) with the kernel as the u8 x s8
-  kernel's first operand (`quantize_kernel(..., weights_first=True)`).
+  kernel's first operand (an `Int8WeightsFirstKernel`).
 
   Args:
     x: float [rows, d_in].
@@ -135,7 +134,7 @@ def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
   bias = tf.cast(tf.reduce_sum(rounded, axis=1), tf.float32) * (
       -128.0 / (127.0 * steps))
   transposed = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-      a=tf.bitcast(quantized["weights_first"], tf.quint8), b=activations,
+      a=tf.bitcast(quantized.weights_first, tf.quint8), b=activations,
       bias=bias,
       min_a=0.0, max_a=255.0 / 127.0, min_b=-127.0 / steps,
       max_b=127.0 / steps, min_freezed_output=-1.0, max_freezed_output=1.0,
@@ -148,12 +147,13 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
 
   Args:
     x: float [rows, d_in].
-    quantized: `quantize_kernel`'s result for a [d_in, d_out] kernel.
+    quantized: `quantize_kernel`'s result for a [d_in, d_out] kernel (an
+      `Int8Kernel` or an `Int8WeightsFirstKernel`).
     bits: the activations' (`quantize_rows`).
   Returns:
     [rows, d_out] in x's dtype.
   """
-  if "weights_first" in quantized:
+  if isinstance(quantized, Int8WeightsFirstKernel):
     normalized, row_scales = weights_first_product(x, quantized, bits)
   else:
     shifted, row_scales = quantize_rows(x, bits)
@@ -161,7 +161,7 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
   # The scales are float32 as made, but under a mixed policy Keras casts
   # every float tensor a layer's call receives (the search's weights among
   # them) to the compute dtype.
-  scales = tf.cast(quantized["scales"], tf.float32)
+  scales = tf.cast(quantized.scales, tf.float32)
   return tf.cast(normalized * row_scales * scales, x.dtype)
 
 

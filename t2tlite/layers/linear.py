@@ -11,7 +11,7 @@ batch and length into one axis makes every position-wise map, forward and
 backward, training and decoding, a single 2-D GEMM, except one case below.
 
 A float32 search goes one step further (`decoding_kernels`): its
-decoder layers multiply by kernels stored [d_out, d_in] in a batch matmul of
+decoder layers multiply by kernels stored [d_out, d_in] (`LaidOutKernel`) in a batch matmul of
 one [1, rows, d_in] batch with transpose_b. On AVX-512 oneDNN runs that as
 its brgemm matmul, as fast as the 2-D GEMM; on AVX2 it runs the jit GEMM
 with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
@@ -19,11 +19,15 @@ with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
 BUILD_NOTES.md, Decoding layouts).
 
 An int8 search (`int8_kernels`) multiplies the same maps in int8
-instead (`t2tlite.layers.int8`).
+instead (`t2tlite.layers.int8`). `multiply` takes any kernel variant
+(`t2tlite.layers.search_weights`).
 """
 import tensorflow as tf
 
 from t2tlite.layers import int8
+from t2tlite.layers.search_weights import (FloatKernel, Int8Kernel,
+                                           Int8WeightsFirstKernel,
+                                           LaidOutKernel)
 
 
 def read_weight(variable, dtype, search_weights=None):
@@ -55,15 +59,16 @@ def decoding_kernels(values, layers):
       (`SearchWeights.values`).
     layers: Keras layers whose 2-D weights are kernels of `linear`.
   Returns:
-    {variable.path: float32 [1, d_out, d_in]}, `SearchWeights.
-    decoding_kernels`.
+    {variable.path: `LaidOutKernel` of float32 [1, d_out, d_in]}, for
+    `SearchWeights.kernels`.
   """
   kernels = {}
   for layer in layers:
     for variable in layer.weights:
       kernel = values[variable.path]
       if kernel.shape.rank == 2 and kernel.dtype == tf.float32:
-        kernels[variable.path] = tf.transpose(kernel)[tf.newaxis]
+        kernels[variable.path] = LaidOutKernel(
+            tf.transpose(kernel)[tf.newaxis])
   return kernels
 
 
@@ -76,8 +81,8 @@ def int8_kernels(layers, weights_first=False):
     layers: Keras layers whose 2-D weights are kernels of `linear`.
     weights_first: the int8 layout (`int8.quantize_kernel`).
   Returns:
-    {variable.path: `int8.quantize_kernel`'s dict}, `SearchWeights.
-    int8_kernels`.
+    {variable.path: an `Int8Kernel` or `Int8WeightsFirstKernel`}, for
+    `SearchWeights.kernels`.
   """
   return {variable.path: int8.quantize_kernel(variable, weights_first)
           for layer in layers for variable in layer.weights
@@ -85,9 +90,8 @@ def int8_kernels(layers, weights_first=False):
 
 
 def linear(x, variable, dtype, search_weights=None):
-  """x @ variable over the last axis, in int8 (`int8_kernels`) or in the
-  search's decoding layout (`decoding_kernels`) when `search_weights` hold
-  them.
+  """x @ variable over the last axis, multiplied by the variant the search's
+  weights hold for it (`SearchWeights.kernel`), if any.
 
   Args:
     x: [..., d_in].
@@ -97,35 +101,37 @@ def linear(x, variable, dtype, search_weights=None):
   Returns:
     [..., d_out], in x's dtype.
   """
-  d_in, d_out = variable.shape
-  quantized = kernel = None
-  if search_weights is not None:
-    quantized = search_weights.int8_kernel(variable)
-    kernel = search_weights.decoding_kernel(variable)
-  if quantized is not None:
-    flat = int8.matmul(tf.reshape(x, [-1, d_in]), quantized)
-    return with_leading_axes(flat, x, d_out)
-  if kernel is not None:
-    return laid_out_product(x, kernel)
-  return position_wise(x, read_weight(variable, dtype, search_weights))
+  if search_weights is None:
+    return position_wise(x, read_weight(variable, dtype))
+  return multiply(x, search_weights.kernel(variable))
 
 
-def laid_out_product(x, kernel):
-  """x @ a kernel in a search's decoding layout (`decoding_kernels`,
-  `SharedEmbedding.output_kernels`).
+def multiply(x, kernel):
+  """x @ a kernel variant of `t2tlite.layers.search_weights`, over the last
+  axis.
 
   Args:
     x: [..., d_in].
-    kernel: [1, d_out, d_in], multiplied as a one-batch matmul with
-      transpose_b; or [d_in, d_out], multiplied by `position_wise`.
+    kernel: a `FloatKernel`, `LaidOutKernel`, `Int8Kernel` or
+      `Int8WeightsFirstKernel` of a [d_in, d_out] kernel.
   Returns:
     [..., d_out], in x's dtype.
   """
-  if kernel.shape.rank == 3:
-    _, d_out, d_in = kernel.shape
-    flat = tf.matmul(tf.reshape(x, [1, -1, d_in]), kernel, transpose_b=True)
+  if isinstance(kernel, FloatKernel):
+    return position_wise(x, kernel.kernel)
+  if isinstance(kernel, LaidOutKernel):
+    _, d_out, d_in = kernel.kernel.shape
+    flat = tf.matmul(tf.reshape(x, [1, -1, d_in]), kernel.kernel,
+                     transpose_b=True)
     return with_leading_axes(flat, x, d_out)
-  return position_wise(x, kernel)
+  if isinstance(kernel, Int8WeightsFirstKernel):
+    d_out, d_in = kernel.weights_first.shape
+  elif isinstance(kernel, Int8Kernel):
+    d_in, d_out = kernel.kernel.shape
+  else:
+    raise TypeError(f"not a kernel variant: {type(kernel).__name__}")
+  flat = int8.matmul(tf.reshape(x, [-1, d_in]), kernel)
+  return with_leading_axes(flat, x, d_out)
 
 
 def position_wise(x, kernel, transpose_kernel=False):

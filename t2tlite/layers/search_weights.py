@@ -1,67 +1,114 @@
 """The weights one search reads (`Transformer.search_weights`): every model
-weight in the compute dtype, and the variants of some kernels that a search
+weight in the compute dtype, and for some kernels a variant that a search
 multiplies by instead, all made once, before its loop.
 
-A NamedTuple of dicts keyed by variable path (`variable.path`), so that
-tf.nest, tf.function, tf.while_loop and tf.cond take it as they take a
-structure of tensors.
+Each variant is its own type, saying what the kernel is:
+
+    FloatKernel             [d_in, d_out] in the compute dtype, multiplied
+                            as stored (`linear.position_wise`)
+    LaidOutKernel           [1, d_out, d_in]: a one-batch matmul with
+                            transpose_b (`linear.laid_out_product`)
+    Int8Kernel              int8 [d_in, d_out], multiplied in int8
+    Int8WeightsFirstKernel  uint8 [d_out, d_in], the int8 product's first
+                            operand (`t2tlite.layers.int8`)
+
+`linear.multiply` multiplies by any of them. An ensemble's weights are an
+`EnsembleWeights`, one `SearchWeights` per member.
+
+All are NamedTuples (of dicts of them), so that tf.nest, tf.function,
+tf.while_loop, tf.cond and a Keras layer's call take them as they take a
+structure of tensors (under a mixed policy Keras casts the float tensors of
+a layer call's arguments, these among them: recorded outputs depend on it).
 """
 import typing
 
 
-class SearchWeights(typing.NamedTuple):
-  """A search's weights, each field {variable.path: weight}.
+class FloatKernel(typing.NamedTuple):
+  """A [d_in, d_out] kernel multiplied as it is stored."""
+  kernel: typing.Any
 
-  values: every model weight in the layer's compute dtype: a tensor (a
-    read, or a cast under mixed precision), or the tf.Variable itself where
-    it is kept (weights made once, `search.fixed_search_weights`).
-  decoding_kernels: float32 searches: each [d_in, d_out] decoder kernel
-    laid out [1, d_out, d_in] (`linear.decoding_kernels`).
-  int8_kernels: int8 searches: each [d_in, d_out] decoder kernel quantized
-    (`int8.quantize_kernel`'s dict of tensors; `linear.int8_kernels`).
-  output_kernels: float searches: the tied output projection's kernel,
-    [d_model, vocab] in float32 and [1, vocab, d_model] in 16 bits, under
-    the path of its [vocab, d_model] embedding table
-    (`SharedEmbedding.output_kernels`).
-  int8_output_kernels: int8 searches: that kernel quantized, under the
-    table's path (`SharedEmbedding.int8_output_kernels`).
+
+class LaidOutKernel(typing.NamedTuple):
+  """A [d_in, d_out] kernel stored [1, d_out, d_in], for a one-batch matmul
+  with transpose_b (BUILD_NOTES.md, "Decoding layouts")."""
+  kernel: typing.Any
+
+
+class Int8Kernel(typing.NamedTuple):
+  """A [d_in, d_out] kernel quantized per output column
+  (`int8.quantize_kernel`).
+
+  kernel: int8 [d_in, d_out], kernel / column max, times 127.
+  column_sums: float32 [d_out], its columns summed, divided by 127.
+  scales: float32 [d_out], the column maxima.
+  """
+  kernel: typing.Any
+  column_sums: typing.Any
+  scales: typing.Any
+
+
+class Int8WeightsFirstKernel(typing.NamedTuple):
+  """A [d_in, d_out] kernel quantized per output column, laid out as the
+  int8 product's first operand (`int8.quantize_kernel(...,
+  weights_first=True)`: fast with VNNI).
+
+  weights_first: uint8 [d_out, d_in], the transposed int8 kernel plus 128.
+  scales: float32 [d_out], the column maxima.
+  """
+  weights_first: typing.Any
+  scales: typing.Any
+
+
+INT8_KERNELS = (Int8Kernel, Int8WeightsFirstKernel)
+
+
+class SearchWeights(typing.NamedTuple):
+  """A model's weights as one search reads them.
+
+  values: {variable.path: every model weight in the layer's compute dtype}:
+    a tensor (a read, or a cast under mixed precision), or the tf.Variable
+    itself where it is kept (weights made once,
+    `search.fixed_search_weights`).
+  kernels: {variable.path: the variant of a [d_in, d_out] decoder kernel}
+    (`linear.decoding_kernels`, `linear.int8_kernels`); a kernel without
+    one is multiplied as its value (`kernel`).
+  output_kernels: {the [vocab, d_model] embedding table's path: the
+    variant of the tied output projection's [d_model, vocab] kernel}
+    (`SharedEmbedding.output_kernels`, `SharedEmbedding.
+    int8_output_kernels`).
   """
   values: dict
-  decoding_kernels: dict
-  int8_kernels: dict
+  kernels: dict
   output_kernels: dict
-  int8_output_kernels: dict
-
-  @classmethod
-  def of(cls, values, **variants):
-    """`values` and the variant fields named in `variants`; the others
-    empty."""
-    fields = {name: {} for name in cls._fields[1:]}
-    fields.update(variants)
-    return cls(values, **fields)
 
   @property
   def int8(self):
     """Whether these are an int8 search's weights (a Python bool)."""
-    return bool(self.int8_kernels) or bool(self.int8_output_kernels)
+    return any(isinstance(kernel, INT8_KERNELS) for kernel in
+               (*self.kernels.values(), *self.output_kernels.values()))
 
   def read(self, variable):
     """`variable` in the compute dtype."""
     return self.values[variable.path]
 
-  def decoding_kernel(self, variable):
-    """[1, d_out, d_in] of a [d_in, d_out] `variable`, or None."""
-    return self.decoding_kernels.get(variable.path)
-
-  def int8_kernel(self, variable):
-    """A [d_in, d_out] `variable` quantized, or None."""
-    return self.int8_kernels.get(variable.path)
+  def kernel(self, variable):
+    """The variant a search multiplies a [d_in, d_out] `variable` by: its
+    own, else its value as a `FloatKernel`."""
+    return self.kernels.get(variable.path) or FloatKernel(
+        self.values[variable.path])
 
   def output_kernel(self, table):
-    """The output kernel of a [vocab, d_model] embedding `table`, or
-    None."""
+    """The variant of the output kernel of a [vocab, d_model] embedding
+    `table`, or None (the table is multiplied transposed)."""
     return self.output_kernels.get(table.path)
 
-  def int8_output_kernel(self, table):
-    """That output kernel quantized, or None."""
-    return self.int8_output_kernels.get(table.path)
+
+class EnsembleWeights(typing.NamedTuple):
+  """An ensemble's search weights: `members`, a tuple of each model's
+  `SearchWeights`, in the ensemble's order."""
+  members: tuple
+
+  @property
+  def int8(self):
+    """Whether these are an int8 search's weights (every member's)."""
+    return all(weights.int8 for weights in self.members)

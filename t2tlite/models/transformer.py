@@ -288,14 +288,14 @@ class Transformer(keras.Model):
 
     values = {v.path: read(v) for v in self.weights}
     if int8:
-      return SearchWeights.of(
+      return SearchWeights(
           values,
-          int8_output_kernels=self.embedding.int8_output_kernels(
-              int8_weights_first),
-          int8_kernels=int8_kernels(self.decoder_layers, int8_weights_first))
-    return SearchWeights.of(
-        values, output_kernels=self.embedding.output_kernels(values),
-        decoding_kernels=decoding_kernels(values, self.decoder_layers))
+          kernels=int8_kernels(self.decoder_layers, int8_weights_first),
+          output_kernels=self.embedding.int8_output_kernels(
+              int8_weights_first))
+    return SearchWeights(
+        values, kernels=decoding_kernels(values, self.decoder_layers),
+        output_kernels=self.embedding.output_kernels(values))
 
   def decoding_memory(self, inputs, search_weights=None):
     """Encodes `inputs` once for a search.

@@ -246,7 +246,7 @@ class ModelSource:
     """(Decoder, postprocess or None) for hp, cached."""
     from t2tlite import problem as problem_lib
     from t2tlite import problem_decoding
-    from t2tlite.decode import decoding
+    from t2tlite.decode import decoding, machine
     model, info, vocab, target_vocab = self._loaded_run()
     with self._lock:
       if hp in self._decoders:
@@ -258,8 +258,8 @@ class ModelSource:
       # problem's postprocess applies (parsing: bracketed trees).
       postprocess = (problem_lib.get_problem(info.problem).postprocess
                      if constraint is not None else None)
-      entry = (decoding.Decoder(model, vocab, hp, target_vocab, constraint),
-               postprocess)
+      entry = (decoding.Decoder(model, vocab, machine.settle(hp),
+                                target_vocab, constraint), postprocess)
       self._decoders[hp] = entry
       while len(self._decoders) > _DECODER_CACHE:
         self._decoders.popitem(last=False)
@@ -285,7 +285,7 @@ class ModelSource:
       RequestError: no run folder, bad decode hparams, or a blank line.
     """
     from t2tlite import problem_decoding
-    from t2tlite.decode import attention_plots, decoding
+    from t2tlite.decode import attention_plots, machine
     self._need_run("attention maps")
     if not line.strip():
       raise RequestError("attention: the line is empty")
@@ -293,7 +293,8 @@ class ModelSource:
     model, info, vocab, target_vocab = self._loaded_run()
     constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                             target_vocab, hp)
-    maps = attention_plots.attention_maps(model, vocab, line, None, hp,
-                                          target_vocab, constraint)
+    maps = attention_plots.attention_maps(model, vocab, line, None,
+                                          machine.settle(hp), target_vocab,
+                                          constraint)
     return Attention(maps["source"], maps["target"], maps["pieces"],
                      maps["weights"])

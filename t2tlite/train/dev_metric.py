@@ -22,8 +22,7 @@ from t2tlite import problem_decoding
 from t2tlite import run_dir
 from t2tlite.data import trees
 from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding
-from t2tlite.decode import describe
+from t2tlite.decode import decoding, describe, machine
 from t2tlite.evaluate import bleu, parsing_f1
 
 BUILT_IN = ("bleu", "bracket_f1", "exact_match")
@@ -134,6 +133,8 @@ class DevMetric:
                         f"{problem.text_files(data_dir, split)[0]} is empty")
     self.pairs = pairs[:samples] if samples > 0 else pairs
     self.hp = problem_decoding.decode_hparams(problem.name, decode_hparams)
+    # Settled once; TensorFlow's threads stay training's.
+    self.settled = machine.settle(self.hp)
 
   @property
   def name(self):
@@ -148,7 +149,7 @@ class DevMetric:
     target_vocab = Vocabulary.from_file(info.target_vocab_file)
     constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                                    target_vocab, self.hp)
-    decoder = decoding.Decoder(model, vocab, self.hp, target_vocab,
+    decoder = decoding.Decoder(model, vocab, self.settled, target_vocab,
                                constraint)
     outputs, _ = decoder.decode_lines([source for source, _ in self.pairs],
                                       progress=False)

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from t2tlite.decode import attention_plots
+from t2tlite.decode import attention_plots, machine
 from t2tlite.decode.settings import DecodeHParams
 
 from run_folder import TINY, needs_multi30k, trained_run
@@ -40,8 +40,8 @@ def test_maps_have_the_shapes_of_the_sentences(trained):
 def test_decoded_target_when_none_is_given(trained):
   _, model, vocab = trained
   maps = attention_plots.attention_maps(
-      model, vocab, "A dog runs.", hp=DecodeHParams(beam_size=2,
-                                                    extra_length=4))
+      model, vocab, "A dog runs.",
+      settled=machine.settle(DecodeHParams(beam_size=2, extra_length=4)))
   target = maps["pieces"]["target"]
   assert target[-1] == "</s>"
   # At most input length + extra_length pieces, plus the EOS appended to an

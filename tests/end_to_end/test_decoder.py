@@ -8,6 +8,7 @@ import pytest
 from t2tlite import hardware
 from t2tlite import precision
 from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 
 import host
@@ -34,7 +35,7 @@ def test_outputs_follow_input_order_and_empty_lines_survive(trained):
   _, model, vocab = trained
   lines = sample_lines()
   hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
-  decoder = Decoder(model, vocab, hp)
+  decoder = Decoder(model, vocab, settle(hp))
   outputs, scores = decoder.decode_lines(lines, progress=False)
   assert len(outputs) == len(lines)
   for i, line in enumerate(lines):
@@ -49,8 +50,8 @@ def test_outputs_follow_input_order_and_empty_lines_survive(trained):
 
 def test_return_beams_gives_n_best(trained):
   _, model, vocab = trained
-  decoder = Decoder(model, vocab, DecodeHParams(beam_size=3, extra_length=4,
-                                                return_beams=True))
+  decoder = Decoder(model, vocab, settle(DecodeHParams(
+      beam_size=3, extra_length=4, return_beams=True)))
   outputs, scores = decoder.decode_lines(["A man.", ""], progress=False)
   assert len(outputs[0]) == 3 and outputs[1] == ["", "", ""]
   assert scores[0] == sorted(scores[0], reverse=True)
@@ -61,7 +62,7 @@ def test_sampled_lines_do_not_depend_on_their_batch(trained):
   lines = sample_lines()
   hp = DecodeHParams(sampling_temperature=1.0, top_k=20, sampling_seed=5,
                      num_samples=2, extra_length=5, batch_size=3)
-  decoder = Decoder(model, vocab, hp)
+  decoder = Decoder(model, vocab, settle(hp))
   outputs, scores = decoder.decode_lines(lines, progress=False)
   assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]
   for i, line in enumerate(lines):
@@ -102,7 +103,8 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
   assert written[-1] == "" and len(written) == len(lines) + 1
   # In process: the same searches, with TensorFlow's default threads.
   hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
-  expected, _ = Decoder(model, vocab, hp).decode_lines(lines, progress=False)
+  expected, _ = Decoder(model, vocab, settle(hp)).decode_lines(
+      lines, progress=False)
   assert written[:-1] == expected
   assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
@@ -122,8 +124,8 @@ def test_t2t_decoder_return_beams_writes_every_beam(trained, tmp_path):
   assert run.returncode == 0, run.stderr
   written = target.read_text(encoding="utf-8").splitlines()
   hp = DecodeHParams(beam_size=3, extra_length=4, return_beams=True)
-  outputs, scores = Decoder(model, vocab, hp).decode_lines(lines,
-                                                           progress=False)
+  outputs, scores = Decoder(model, vocab, settle(hp)).decode_lines(
+      lines, progress=False)
   assert written[1] == ""  # empty input, empty line
   for line, texts, beam_scores in zip(written[::2], outputs[::2],
                                       scores[::2]):
@@ -172,7 +174,8 @@ def test_t2t_decoder_interactive(trained):
   # The module's Vocabulary, after other tests set a seed (which clears
   # TensorFlow's kernel cache; see BUILD_NOTES.md, "Separate target
   # vocabularies").
-  greedy = Decoder(model, vocab, DecodeHParams(beam_size=1, extra_length=3))
+  greedy = Decoder(model, vocab,
+                   settle(DecodeHParams(beam_size=1, extra_length=3)))
   expected, _ = greedy.decode_lines(["A dog runs.", "", "Two men."],
                                     progress=False)
   assert printed == expected + [""]
@@ -217,7 +220,7 @@ def test_t2t_decoder_decodes_with_an_ensemble(trained, second_run, tmp_path):
   assert run.returncode == 0, run.stderr
   models, _, _ = load_models(folder, [folder, second_run])
   hp = DecodeHParams(beam_size=2, extra_length=4)
-  expected, _ = Decoder(Ensemble(models), vocab, hp).decode_lines(
+  expected, _ = Decoder(Ensemble(models), vocab, settle(hp)).decode_lines(
       lines, progress=False)
   assert target.read_text(encoding="utf-8").splitlines() == expected
 

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from t2tlite import hardware, precision, run_dir
 from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter, serving_module
 
@@ -135,7 +136,7 @@ def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE):
        str(request), str(result_path)], stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, text=True)
   try:
-    decoder = Decoder(model, vocab, DecodeHParams.parse(decode))
+    decoder = Decoder(model, vocab, settle(DecodeHParams.parse(decode)))
     expected = decoder.decode_lines(lines, progress=False)
     run = _completed(client, timeout=200)
   finally:
@@ -257,7 +258,7 @@ def test_saved_model_cli_lists_and_runs_signatures(exported):
   assert "dtype: DT_STRING" in show.stdout
 
   assert run.returncode == 0, run.stderr[-3000:]
-  decoder = Decoder(model, vocab, DecodeHParams.parse(DECODE))
+  decoder = Decoder(model, vocab, settle(DecodeHParams.parse(DECODE)))
   expected, _ = decoder.decode_lines(lines, progress=False)
   printed = run.stdout.split("Result for output key outputs:")[1]
   printed = printed.split("Result for output key scores:")[0]
@@ -398,7 +399,7 @@ def test_sampling_hparams_are_fixed_in_the_export(sampling_export):
   result = loaded.signatures[serving_module.TEXT_SIGNATURE](
       inputs=tf.constant(lines))
   assert result["outputs"].shape == (len(lines), 2)
-  decoder = Decoder(model, vocab, DecodeHParams.parse(SAMPLING))
+  decoder = Decoder(model, vocab, settle(DecodeHParams.parse(SAMPLING)))
   expected, scores = decoder.decode_lines(lines, progress=False)
   got = [[t.decode() for t in row] for row in result["outputs"].numpy()]
   assert got == expected

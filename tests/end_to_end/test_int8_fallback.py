@@ -68,6 +68,7 @@ def test_int8_export_served_without_onednn_translates_as_float32(
   from t2tlite import run_dir
   from t2tlite.data.vocab import Vocabulary
   from t2tlite.decode.decoding import Decoder
+  from t2tlite.decode.machine import settle
   from t2tlite.decode.settings import DecodeHParams
   from t2tlite.export import exporter
   decode = "beam_size=2,extra_length=5"
@@ -92,8 +93,8 @@ def test_int8_export_served_without_onednn_translates_as_float32(
   assert client.returncode == 0, client.stderr[-3000:]
   assert "InternalError" not in client.stderr
   result = json.loads(result_path.read_text())
-  expected, scores = Decoder(model, vocab, DecodeHParams.parse(
-      decode)).decode_lines(lines, progress=False)
+  expected, scores = Decoder(model, vocab, settle(DecodeHParams.parse(
+      decode))).decode_lines(lines, progress=False)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(scores, abs=1e-3)
   assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == (

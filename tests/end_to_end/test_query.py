@@ -19,6 +19,7 @@ import grpc  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 
 from t2tlite.decode.decoding import Decoder  # noqa: E402
+from t2tlite.decode.machine import settle  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 from t2tlite.export import exporter, query  # noqa: E402
 
@@ -39,7 +40,7 @@ def served(tmp_path_factory):
   path = exporter.export_saved_model(folder, decode_hparams=DECODE)
   server, address = serving_stand_in.start(NAME, os.path.dirname(path))
   try:
-    yield address, Decoder(model, vocab, DecodeHParams.parse(DECODE))
+    yield address, Decoder(model, vocab, settle(DecodeHParams.parse(DECODE)))
   finally:
     server.stop(None)
 

@@ -20,7 +20,7 @@ def gpu_visible():
 def auto_searches():
   """What decode hparam concurrent_searches=0 (auto) resolves to on this
   machine: 1 where a GPU is visible, else 2 on two or more cores and 1 on
-  one (`t2tlite.decode.machine.searches_for`)."""
+  one (`t2tlite.decode.machine.settle`)."""
   if gpu_visible():
     return 1
   return 2 if cores() >= 2 else 1

@@ -13,6 +13,7 @@ from t2tlite.decode import search as search_module
 from t2tlite.decode.search import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
+from t2tlite.layers.search_weights import LaidOutKernel
 from t2tlite.models import build_model
 from t2tlite.models import transformer as transformer_module
 
@@ -225,10 +226,10 @@ def eos_loving_model():
 def test_min_length_reaches_every_search_from_decode_hparams(settings):
   model = eos_loving_model()
   for min_length in (0, 4):
-    hp, _ = machine.settle(DecodeHParams.parse(
+    settled = machine.settle(DecodeHParams.parse(
         f"{settings},min_length={min_length}"))
     outputs = search_module.search_with_hparams(model, INPUTS,
-                                                hp)["outputs"].numpy()
+                                                settled)["outputs"].numpy()
     first_eos = [trim(row).index(EOS) if EOS in row else None
                  for row in outputs]
     assert first_eos == [min_length] * len(outputs)
@@ -264,10 +265,10 @@ def test_no_repeat_ngram_size_reaches_every_search(tiny_model, settings):
   inputs = tf.constant([[5, 6, 7, 1, 0, 0]] * 4)
   counts = {}
   for n in (0, 2):
-    hp, _ = machine.settle(DecodeHParams.parse(
+    settled = machine.settle(DecodeHParams.parse(
         f"{settings},no_repeat_ngram_size={n},extra_length=20"))
     outputs = search_module.search_with_hparams(tiny_model, inputs,
-                                                hp)["outputs"].numpy()
+                                                settled)["outputs"].numpy()
     counts[n] = sum(repeated_ngrams(row, 2) for row in outputs)
   assert counts[0] > 0  # the untrained model repeats itself...
   assert counts[2] == 0  # ...and no bigram comes twice with the setting
@@ -388,12 +389,14 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
 
   weights = tiny_model.search_weights()
   layer = tiny_model.decoder_layers[0]
-  assert weights.decoding_kernel(layer.feed_forward.w1).shape == (
+  laid_out = weights.kernel(layer.feed_forward.w1)
+  assert isinstance(laid_out, LaidOutKernel)
+  assert laid_out.kernel.shape == (
       1, layer.feed_forward.d_ff, tiny_model.config.d_model)
   ids, scores = search()
   monkeypatch.setattr(transformer_module, "decoding_kernels",
                       lambda values, layers: {})
-  assert not tiny_model.search_weights().decoding_kernels
+  assert not tiny_model.search_weights().kernels
   plain_ids, plain_scores = search()
   np.testing.assert_array_equal(ids, plain_ids)
   np.testing.assert_allclose(scores, plain_scores, atol=1e-5)

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.decode import machine
+from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import searches_for, threads_per_search
 from t2tlite.decode.search import decode_ids, row_parts, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
@@ -154,14 +155,20 @@ def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
   monkeypatch.setattr(tf.config, "list_physical_devices",
                       lambda kind=None: [])
   monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0, 1})
-  settled, weights_first = machine.settle(DecodeHParams(beam_size=2))
-  assert settled == DecodeHParams(beam_size=2, concurrent_searches=2)
-  assert not weights_first
-  assert machine.settle(settled) == (settled, False)  # settles to itself
-  with pytest.raises(ValueError, match="machine.settle"):
+  settled = machine.settle(DecodeHParams(beam_size=2))
+  assert settled.hp == DecodeHParams(beam_size=2, concurrent_searches=2)
+  assert settled.searches == 2 and not settled.int8
+  assert settled.threads_per_search is None  # threads only when asked
+  assert settled.precision is None  # no precision asked for
+  assert machine.settle(settled.hp) == settled  # settles to itself
+  with pytest.raises(TypeError, match="settled already"):
+    machine.settle(settled)
+  with pytest.raises(TypeError, match="machine.settle"):
     search_with_hparams(tiny_model, INPUTS, DecodeHParams())
-  settled = DecodeHParams(beam_size=2, extra_length=5, return_beams=True,
-                          concurrent_searches=2)
+  with pytest.raises(TypeError, match="machine.settle"):
+    Decoder(tiny_model, None, DecodeHParams())
+  settled = machine.settle(DecodeHParams(
+      beam_size=2, extra_length=5, return_beams=True))
   whole = search_with_hparams(tiny_model, INPUTS, settled)
   expected = decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
                         return_beams=True, concurrent_searches=2)
@@ -195,6 +202,20 @@ assert tf.config.threading.get_intra_op_parallelism_threads() == 0
 print("checked")
 """
 
+# A command settles once, at its boundary, before TensorFlow runs:
+# searches, their threads and the precision.
+SETTLE = """
+import tensorflow as tf
+from t2tlite.decode import machine
+from t2tlite.decode.settings import DecodeHParams
+settled = machine.settle(DecodeHParams(concurrent_searches=2), "float32",
+                         set_threads=True)
+threads = tf.config.threading.get_intra_op_parallelism_threads()
+assert settled.threads_per_search == threads == machine.threads_per_search(2)
+assert settled.searches == 2 and settled.precision.precision == "float32"
+print("settled")
+"""
+
 
 @pytest.mark.timeout(120)
 def test_set_search_threads_in_a_fresh_process():
@@ -203,6 +224,10 @@ def test_set_search_threads_in_a_fresh_process():
   assert run.returncode == 0, run.stderr
   assert run.stdout.strip() == "checked"
   assert "keep TensorFlow's thread settings" in run.stderr
+  run = subprocess.run([sys.executable, "-c", SETTLE],
+                       capture_output=True, text=True, timeout=110)
+  assert run.returncode == 0, run.stderr
+  assert run.stdout.strip() == "settled"
 
 
 def test_concurrent_searches_hparam_is_checked():

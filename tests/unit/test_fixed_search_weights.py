@@ -41,8 +41,8 @@ def test_weights_in_the_compute_dtype_stay_the_variables(tiny_model):
   fixed = fixed_search_weights(tiny_model)
   for variable in tiny_model.weights:
     assert fixed.read(variable) is variable.value
-  derived = list(fixed.decoding_kernels.values())
-  assert derived and not isinstance(derived[0], tf.Variable)
+  derived = list(fixed.kernels.values())
+  assert derived and not isinstance(derived[0].kernel, tf.Variable)
 
 
 def test_bfloat16_casts_are_made_once():

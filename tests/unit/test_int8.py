@@ -8,6 +8,7 @@ from t2tlite import hardware
 from t2tlite.decode.search import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
+from t2tlite.layers.search_weights import Int8Kernel, Int8WeightsFirstKernel
 
 from int8_kernel import needs_int8
 
@@ -30,12 +31,12 @@ def test_quantized_product_is_close_to_float32(weights_first):
   kernel[:, 7] *= 50.0  # and columns too
   quantized = int8.quantize_kernel(tf.constant(kernel), weights_first)
   if weights_first:  # stored [d_out, d_in], shifted by 128 into 1..255
-    stored = quantized["weights_first"].numpy()
+    stored = quantized.weights_first.numpy()
     assert stored.shape == (40, 96)
     assert stored.min() == 1 and stored.max() == 255
   else:
-    assert quantized["kernel"].dtype == tf.int8
-    assert np.abs(quantized["kernel"].numpy()).max() == 127
+    assert quantized.kernel.dtype == tf.int8
+    assert np.abs(quantized.kernel.numpy()).max() == 127
   product = int8.matmul(tf.constant(x), quantized).numpy()
   exact = x @ kernel
   np.testing.assert_allclose(product[3], 0.0, atol=1e-12)
@@ -74,9 +75,9 @@ def test_the_caller_picks_the_layout(monkeypatch):
   # (precision.int8_support picks it for a machine).
   monkeypatch.setattr(hardware, "_cpuinfo",
                       lambda: {"flags": "avx2 avx512f avx512_vnni"})
-  assert "kernel" in int8.quantize_kernel(tf.ones([4, 3]))
-  assert "weights_first" in int8.quantize_kernel(tf.ones([4, 3]),
-                                                 weights_first=True)
+  assert isinstance(int8.quantize_kernel(tf.ones([4, 3])), Int8Kernel)
+  assert isinstance(int8.quantize_kernel(tf.ones([4, 3]), weights_first=True),
+                    Int8WeightsFirstKernel)
   source = open(int8.__file__).read()
   code = source.split('"""')[-1]  # the code, not the docstrings
   assert "precision" not in code and "hardware" not in code

@@ -88,12 +88,20 @@ def test_decoding_turns_int8_off_where_unavailable_saying_why_once(
                             onednn_setting=OFF_BY_USER)
   hp = DecodeHParams(int8=True, beam_size=2, concurrent_searches=1)
   for _ in range(2):
-    settled, weights_first = machine.settle(hp, off)
-    assert not settled.int8 and not weights_first
-    assert settled.beam_size == 2
+    settled = machine.settle(hp, device=off)
+    assert not settled.int8 and not settled.hp.int8
+    assert not settled.weights_first and not settled.int8_per_call
+    assert settled.hp.beam_size == 2
+    assert "TF_ENABLE_ONEDNN_OPTS=0" in settled.int8_reason
   assert len(warnings) == 1 and "TF_ENABLE_ONEDNN_OPTS=0" in warnings[0]
-  assert machine.settle(hp, ZEN4) == (hp, True)
-  assert machine.settle(hp, ZEN3) == (hp, False)
-  # An export keeps int8: its graph picks at each request.
-  assert machine.settle(hp, off, int8_chosen_per_call=True) == (hp, False)
+  # Where it computes, int8 is decided here, once: no choice in the graph.
+  vnni = machine.settle(hp, device=ZEN4)
+  assert (vnni.hp, vnni.int8, vnni.weights_first) == (hp, True, True)
+  assert not vnni.int8_per_call
+  avx2 = machine.settle(hp, device=ZEN3)
+  assert (avx2.hp, avx2.int8, avx2.weights_first) == (hp, True, False)
+  # An export keeps int8: its graph picks at each request, wherever served.
+  for device in (off, ZEN4):
+    export = machine.settle(hp, device=device, int8_per_call=True)
+    assert export.hp == hp and export.int8 and export.int8_per_call
   assert len(warnings) == 1

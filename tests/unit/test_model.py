@@ -8,7 +8,8 @@ import t2tlite
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.feed_forward import FeedForward
-from t2tlite.layers.search_weights import SearchWeights
+from t2tlite.layers.search_weights import (FloatKernel, LaidOutKernel,
+                                           SearchWeights)
 from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
                                                Residual)
 from t2tlite.models.config import TransformerConfig
@@ -205,9 +206,11 @@ def test_search_output_kernel_gives_the_logits_of_the_table(policy):
   table = tf.cast(embedding.embeddings, embedding.compute_dtype)
   kernels = embedding.output_kernels({embedding.embeddings.path: table})
   expected_shape = [16, 37] if policy == "float32" else [1, 37, 16]
-  assert kernels[embedding.embeddings.path].shape == expected_shape
-  weights = SearchWeights.of({embedding.embeddings.path: table},
-                             output_kernels=kernels)
+  variant = FloatKernel if policy == "float32" else LaidOutKernel
+  [kernel] = kernels.values()
+  assert isinstance(kernel, variant) and kernel.kernel.shape == expected_shape
+  weights = SearchWeights({embedding.embeddings.path: table}, kernels={},
+                          output_kernels=kernels)
   laid_out = embedding.logits(x, search_weights=weights)
   assert laid_out.shape == [6, 1, 37] and laid_out.dtype == tf.float32
   tolerance = 1e-5 if policy == "float32" else 2**-7
