@@ -69,7 +69,7 @@ def test_quick_start_log_is_short_and_readable(quick_start):
     # time, level when not INFO, component
     assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
   text = "\n".join(lines)
-  assert re.search(r" trainer: Planned \d+ steps for --train_minutes=1",
+  assert re.search(r" budget: Planned \d+ steps for --train_minutes=1",
                    text)
   assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
                    r"(as planned,|final plan) \d+ steps", text), text

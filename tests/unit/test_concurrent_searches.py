@@ -205,6 +205,8 @@ print("checked")
 # A command settles once, at its boundary, before TensorFlow runs:
 # searches, their threads and the precision.
 SETTLE = """
+import os
+os.environ.pop("TF_NUM_INTRAOP_THREADS", None)  # pytest-xdist's, not a user's
 import tensorflow as tf
 from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams

@@ -226,6 +226,18 @@ for _ in sys.stdin:  # one round of probes per line
 """
 
 
+def _wait_until_stopped(pid, timeout_secs=10):
+  """Until /proc says `pid` is stopped: SIGSTOP lands asynchronously, and
+  on a loaded machine a probe sent at once may still be answered."""
+  deadline = time.monotonic() + timeout_secs
+  while time.monotonic() < deadline:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+      if stat.read().rsplit(")", 1)[1].split()[0] == "T":
+        return
+    time.sleep(0.05)
+  raise AssertionError(f"process {pid} did not stop")
+
+
 @pytest.mark.timeout(180)
 def test_tensorflows_probe_answered_refused_or_silent():
   """Task 1 is a real TensorFlow server (answering, then stopped, then
@@ -258,6 +270,7 @@ def test_tensorflows_probe_answered_refused_or_silent():
     outcomes, _ = probe_round()
     assert outcomes == [A, S, R]
     os.kill(server.pid, signal.SIGSTOP)
+    _wait_until_stopped(server.pid)
     outcomes, secs = probe_round()
     assert outcomes == [S, S, R]
     # Both silent peers' probes timed out, one after the other (TensorFlow's
