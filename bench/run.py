@@ -37,7 +37,7 @@ Everything goes through the project's own code: `t2tlite.build_model`, the
 real training step of `t2tlite.train.trainer.Trainer` (`Trainer.train_step`:
 loss of
 train/losses.py, Adam + schedule of train/schedules.py, global-norm and
-all-reduce included) and `t2tlite.decode.search.decode_ids` (the beam
+all-reduce included) and `t2tlite.decode.search.decode` (the beam
 search that t2t-decoder and the exported SavedModel run).
 
 Synthetic ids are uniform in [2, vocab) (no padding, no EOS), weights are
@@ -67,7 +67,8 @@ import tensorflow as tf
 from t2tlite import hardware
 from t2tlite import precision
 from t2tlite.decode.machine import searches_for, set_search_threads
-from t2tlite.decode.search import decode_ids, fixed_search_weights
+from t2tlite.decode.search import decode, fixed_search_weights
+from t2tlite.decode.strategy import DecodePlan
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.trainer import MIXED_PRECISION, TrainConfig, Trainer
@@ -270,7 +271,7 @@ def train_result(args, work, hparams_set, overrides, vocab, batch, length):
 
 def decode_search_fn(model, beam_size, alpha, xla, int8=False,
                      concurrent_searches=1, length=DECODE_BASE[4]):
-  """The timed function: decode_ids with extra_length 0 and min_length
+  """The timed function: `search.decode` with extra_length 0 and min_length
   `length`, so that sources of `length` tokens give exactly `length`
   decoding steps, EOS never chosen (as the peer harness asks CTranslate2
   with min_decoding_length), with the search's weights made once, as
@@ -278,12 +279,12 @@ def decode_search_fn(model, beam_size, alpha, xla, int8=False,
   weights_first = int8 and precision.int8_support(
       hardware.describe_device()).weights_first
   weights = fixed_search_weights(model, int8, weights_first)
+  plan = DecodePlan.from_hparams(DecodeHParams(
+      beam_size=beam_size, alpha=alpha, extra_length=0, min_length=length,
+      int8=int8, concurrent_searches=concurrent_searches))
   return tf.function(
-      lambda inputs: decode_ids(model, inputs, beam_size=beam_size,
-                                alpha=alpha, extra_length=0,
-                                static_shapes=xla, int8=int8,
-                                concurrent_searches=concurrent_searches,
-                                search_weights=weights, min_length=length),
+      lambda inputs: decode(model, inputs, plan, search_weights=weights,
+                            static_shapes=xla),
       jit_compile=xla, autograph=False)
 
 

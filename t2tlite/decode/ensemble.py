@@ -17,7 +17,7 @@ import tensorflow as tf
 
 
 class Ensemble:
-  """Models with the interface `search.decode_ids` searches with
+  """Models with the interface `search.decode` searches with
   (`config`, `search_weights`, `prepare_decoding`).
 
   Args:
@@ -29,7 +29,7 @@ class Ensemble:
     if not self.models:
       raise ValueError("an ensemble needs at least one model")
     configs = [m.config for m in self.models]
-    # decode_lengths and decode_ids read the positions: with any learned
+    # decode_lengths and decode read the positions: with any learned
     # table, outputs and inputs stop at the shortest table's end.
     learned = [c.max_length for c in configs
                if c.position_encoding == "learned"]

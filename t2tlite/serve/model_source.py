@@ -277,23 +277,29 @@ class ModelSource:
 
   # ---- attention -------------------------------------------------------------
 
-  def attention(self, line, overrides=""):
+  def attention(self, line, overrides="", target_prefix=None):
     """Attention of `line` and the model's own output for it (decoded with
-    the decode hparams); an `Attention`.
+    the decode hparams and target prefix, as `translate` decodes it); an
+    `Attention`.
 
     Raises:
       RequestError: no run folder, bad decode hparams, or a blank line.
     """
-    from t2tlite import problem_decoding
-    from t2tlite.decode import attention_plots, decoding
+    from t2tlite.decode import attention_plots
     self._need_run("attention maps")
     if not line.strip():
       raise RequestError("attention: the line is empty")
     hp = self.decode_hparams(overrides)
-    model, info, vocab, target_vocab = self._loaded_run()
-    constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                            target_vocab, hp)
-    maps = attention_plots.attention_maps(model, vocab, line, None, hp,
-                                          target_vocab, constraint)
-    return Attention(maps["source"], maps["target"], maps["pieces"],
+    # The Decoder /api/translate runs for these hparams: the maps are those
+    # of the output it translates, teacher-forced on its ids.
+    decoder, postprocess = self._decoder(hp)
+    try:
+      maps = attention_plots.decoded_attention_maps(decoder, line,
+                                                    target_prefix)[0]
+    except ValueError as error:  # a prefix the request cannot have
+      raise RequestError(str(error)) from None
+    target = maps["target"]
+    if postprocess is not None:
+      target = postprocess(target, inputs=line)
+    return Attention(maps["source"], target, maps["pieces"],
                      maps["weights"])

@@ -16,7 +16,7 @@ import tensorflow as tf
 from t2tlite import run_dir
 from t2tlite.data.vocab import EOS_ID, Vocabulary
 from t2tlite.decode.decoding import encode_inputs
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.export import ctranslate2 as ct2_export
 
 from run_folder import TINY, make_run_folder, multi30k_lines, needs_multi30k
