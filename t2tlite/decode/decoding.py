@@ -174,6 +174,11 @@ class Decoder:
       gives "" and score 0.0 (lists of them with return_beams) undecoded.
     """
     hp = self.hp
+    if prefixes is not None:
+      if len(prefixes) != len(lines):
+        raise ValueError(f"{len(prefixes)} target prefixes for {len(lines)} "
+                         "lines: expected one per line")
+      self.prefix_ids(lines, prefixes)  # errors name the line's number
     beams = hp.outputs_per_input if hp.multiple_outputs else None
     outputs = [[""] * beams if beams else ""] * len(lines)
     scores = [[0.0] * beams if beams else 0.0] * len(lines)

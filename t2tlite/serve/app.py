@@ -4,14 +4,19 @@
     GET  /api/info         the model: problem, default decode hparams,
                            layers, heads, the request limits
     POST /api/translate    {"lines": [...], "decode_hparams": "...",
-                            "n_best": false}
+                            "n_best": false, "target_prefixes": [...]}
                            -> {"translations": [...]} (+ "n_best": per line
                            [{"text", "score"}, ...] best first, on request)
-    POST /api/attention    {"line": "...", "decode_hparams": "..."}
+    POST /api/attention    {"line": "...", "decode_hparams": "...",
+                            "target_prefix": "..."}
                            -> {"source", "target", "pieces": {"source",
                            "target", "decoder_input"}, "attention":
                            {"encoder", "decoder_self", "encdec": [layer]
                            [head][query][key]}}
+
+"target_prefixes" (optional, one per line, "" for none): each translation
+starts with its line's prefix; "target_prefix" shows the attention of the
+output that starts with it.
 
 Every error is {"error": "one line"} with a 4xx status (503 when busy);
 the server keeps serving.
@@ -74,10 +79,11 @@ def make_app(source, limits):
 
   @app.post("/api/translate")
   def translate():
-    lines, overrides, n_best = checks.translate_request(body(), limits)
+    lines, overrides, n_best, prefixes = checks.translate_request(body(),
+                                                                  limits)
     checks.check_beam_size(source.decode_hparams(overrides), limits)
     translations, beams = computing(
-        lambda: source.translate(lines, overrides, n_best))
+        lambda: source.translate(lines, overrides, n_best, prefixes))
     answer = {"translations": translations}
     if n_best:
       answer["n_best"] = beams
@@ -85,9 +91,9 @@ def make_app(source, limits):
 
   @app.post("/api/attention")
   def attention():
-    line, overrides = checks.attention_request(body(), limits)
+    line, overrides, prefix = checks.attention_request(body(), limits)
     checks.check_beam_size(source.decode_hparams(overrides), limits)
-    maps = computing(lambda: source.attention(line, overrides))
+    maps = computing(lambda: source.attention(line, overrides, prefix))
     return flask.jsonify(
         source=maps.source, target=maps.target, pieces=maps.pieces,
         attention={kind: [_rounded(layer) for layer in layers]
