@@ -94,3 +94,28 @@ def test_each_ensemble_member_is_teacher_forced_on_its_output(folders,
   # Members differ, so their maps do.
   assert (maps[0]["weights"]["encdec"][0] !=
           maps[1]["weights"]["encdec"][0]).any()
+
+
+def test_api_target_prefixes_start_the_translations(client):
+  lines = multi30k_lines("en", 2)
+  request = {"lines": lines, "target_prefixes": ["Ein Hund", ""],
+             "decode_hparams": "beam_size=2,extra_length=6"}
+  translations = _post(client, "/api/translate", request)["translations"]
+  assert translations[0].startswith("Ein Hund")
+  plain = _post(client, "/api/translate",
+                dict(request, target_prefixes=None))["translations"]
+  assert translations[1] == plain[1]
+  shown = _post(client, "/api/attention", {
+      "line": lines[0], "target_prefix": "Ein Hund",
+      "decode_hparams": request["decode_hparams"]})
+  assert shown["target"] == translations[0]
+  # Bad prefixes: 400 with one line naming them; the app goes on.
+  for prefixes, message in (
+      (["Hund " * 80, ""], "target prefix 1 holds"),
+      (["\u65e5\u672c", ""], "cannot encode"),
+      (["Ein"], "target_prefixes: expected a list of 2 strings")):
+    answer = client.post("/api/translate", data=json.dumps(
+        dict(request, target_prefixes=prefixes)),
+        content_type="application/json")
+    assert answer.status_code == 400, answer.get_json()
+    assert message in answer.get_json()["error"]
