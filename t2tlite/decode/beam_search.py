@@ -24,6 +24,11 @@ compile with XLA (`tf.function(jit_compile=True)`).
 Output sequences end with EOS (included) and are padded with 0 after it; a
 hypothesis that reached its length limit without EOS is returned as it is.
 
+What a step may choose (exclusions, min_length, no-repeat n-grams, target
+prefixes) and the log-normalizer come from one place, `step_rules.StepRules`,
+which both searches call; their settings arrive whole (`strategy.Beam`,
+`StepRules`), never as defaults of their own.
+
 Lengths: `max_decode_length` (int or int32 scalar; static under XLA) sizes
 the buffers; optional `max_lengths` int32 [batch] (each <= max_decode_length)
 limits each batch element on its own, so that an output does not depend on

@@ -2,6 +2,10 @@
 an export and `decoding.Decoder` take them.
 
     hp = DecodeHParams.parse("beam_size=4,alpha=0.6")
+
+The searches read them as one `strategy.DecodePlan` (Greedy, Beam or
+Sample, and the output limits), built from settled hparams
+(`DecodePlan.from_hparams`).
 """
 import dataclasses
 
