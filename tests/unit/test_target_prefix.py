@@ -1,8 +1,10 @@
 """Target prefixes (`t2tlite.decode.prefix`): every output starts with its
 row's prefix, in greedy search, beam search (every beam), sampling,
 concurrent searches and ensembles; rows without one decode as they would
-alone; past the prefix the search goes on as from that prefix; bad
-prefixes fail with one line."""
+alone; past the prefix the search goes on as from that prefix; prefixes
+longer than their limit fail with one line (a prefix the vocabulary cannot
+encode: tests/end_to_end/test_attention_of_output.py, on a real
+vocabulary)."""
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -73,19 +75,3 @@ def test_a_prefix_longer_than_the_limit_fails(tiny_model):
                      r"more than its output may hold \(5"):
     prefix_lib.check_prefixes([[], [3] * 6], [9, 5])
 
-
-class _Pieces:
-  """A vocabulary stand-in: words to ids, unknown words UNK (2)."""
-
-  def encode_text(self, text, add_eos=True):
-    del add_eos
-    known = {"a": 5, "b": 6}
-    return [known.get(word, 2) for word in text.split()]
-
-
-def test_a_prefix_the_vocabulary_cannot_encode_fails():
-  assert prefix_lib.encode_prefixes(_Pieces(), ["a b", "", " "]) == [
-      [5, 6], [], []]
-  with pytest.raises(ValueError, match=r"target prefix 2 \('a zz'\): the "
-                     "target vocabulary cannot encode it"):
-    prefix_lib.encode_prefixes(_Pieces(), ["a", "a zz"])
