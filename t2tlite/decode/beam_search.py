@@ -272,9 +272,10 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
     ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
     logits, cache = decode_step(ids, step, cache)
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
-    log_probs, tokens = rules.top_candidates(
-        logits, tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]]), step,
-        2 * k)
+    # The rows' sequences only where a rule reads them (no extra op else).
+    rows_seqs = (tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]])
+                 if rules.no_repeat_ngram_size else None)
+    log_probs, tokens = rules.top_candidates(logits, rows_seqs, step, 2 * k)
     top_log_probs, top_beams, top_tokens = _best_extensions(
         log_probs, tokens, alive_log_probs, 2 * k)
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,

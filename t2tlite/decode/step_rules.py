@@ -80,7 +80,8 @@ class StepRules:
 
     Args:
       logits: [rows, V] the model's next-token logits.
-      seqs: int32 [rows, max_len], the tokens of positions < step written.
+      seqs: int32 [rows, max_len], the tokens of positions < step written
+        (None when no_repeat_ngram_size is 0: unread).
       step: int32 scalar, the position written.
       k: int, candidates per row (fewer for a vocabulary too small).
     Returns:
