@@ -57,17 +57,23 @@ SETTINGS = {"plain": ({}, {}),
                 dict(min_decoding_length=4, no_repeat_ngram_size=2))}
 
 
-@pytest.mark.parametrize("setting", sorted(SETTINGS))
-def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
+def _ctranslate2_of(path):
+  """(source and target SentencePieceProcessors, float32 Translator) of the
+  CTranslate2 export at `path`."""
   import sentencepiece as spm
-  ours, theirs = SETTINGS[setting]
-  model, vocab, path = exported
   source = spm.SentencePieceProcessor(
       model_file=os.path.join(path, ct2_export.SOURCE_SPM))
   target = spm.SentencePieceProcessor(
       model_file=os.path.join(path, ct2_export.TARGET_SPM))
-  translator = ctranslate2.Translator(path, device="cpu",
-                                      compute_type="float32")
+  return source, target, ctranslate2.Translator(path, device="cpu",
+                                                compute_type="float32")
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
+  ours, theirs = SETTINGS[setting]
+  model, vocab, path = exported
+  source, target, translator = _ctranslate2_of(path)
   search = tf.function(
       lambda ids: decode_ids(model, ids, beam_size=1,
                              extra_length=EXTRA_LENGTH, **ours),
@@ -120,14 +126,8 @@ def test_ctranslate2_greedy_search_with_a_target_prefix_equals_t2tlite(
     exported):
   """decode/prefix.py against CTranslate2's target_prefix: the same output
   after the same forced start."""
-  import sentencepiece as spm
   model, vocab, path = exported
-  source = spm.SentencePieceProcessor(
-      model_file=os.path.join(path, ct2_export.SOURCE_SPM))
-  target = spm.SentencePieceProcessor(
-      model_file=os.path.join(path, ct2_export.TARGET_SPM))
-  translator = ctranslate2.Translator(path, device="cpu",
-                                      compute_type="float32")
+  source, target, translator = _ctranslate2_of(path)
   search = tf.function(
       lambda ids, prefix: decode_ids(model, ids, target_prefix=prefix,
                                      beam_size=1, extra_length=EXTRA_LENGTH),
