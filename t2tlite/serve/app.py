@@ -96,7 +96,7 @@ def estimated_tokens(item):
   return len(item.text.encode("utf-8")) // 4 + 1
 
 
-def _translator(source):
+def batch_translator(source):
   """The batcher's decode: (TranslateKey, TranslateLines) -> per line
   (translation, n-best or None), each output starting with its line's
   prefix.
@@ -150,7 +150,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   slots = threading.BoundedSemaphore(limits.max_concurrent)
   lifecycle = lifecycle or Lifecycle(ready=True)
   metrics = ServeMetrics()
-  batcher = batching.Batcher(_translator(source),
+  batcher = batching.Batcher(batch_translator(source),
                              batch_limits or batching.BatchLimits(),
                              estimated_tokens, metrics).start()
   metrics.track_queue(batcher.queued_lines)

@@ -14,7 +14,7 @@ from t2tlite.decode.ensemble import Ensemble
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.serve import app as app_lib
 from t2tlite.serve import validation
-from t2tlite.serve.model_source import ModelSource
+from t2tlite.serve.model_source import ModelSource, RequestError
 
 from run_folder import make_run_folder, multi30k_lines, needs_multi30k
 
@@ -37,8 +37,13 @@ def folders(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def client(folders):
-  app = app_lib.make_app(ModelSource.open(folders[0]), validation.Limits())
+def source(folders):
+  return ModelSource.open(folders[0])
+
+
+@pytest.fixture(scope="module")
+def client(source):
+  app = app_lib.make_app(source, validation.Limits())
   return app.test_client()
 
 
@@ -119,3 +124,22 @@ def test_api_target_prefixes_start_the_translations(client):
         content_type="application/json")
     assert answer.status_code == 400, answer.get_json()
     assert message in answer.get_json()["error"]
+
+
+def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):
+  """The batcher's decode of lines of several requests, one prefix bad:
+  the others get what they get alone, the bad one its own error."""
+  overrides = "beam_size=2,extra_length=6"
+  key = app_lib.TranslateKey(source.decode_hparams(overrides), False,
+                             overrides)
+  translate = app_lib.batch_translator(source)
+  lines = multi30k_lines("en", 3)
+  good = [app_lib.TranslateLine(lines[0], "Ein Hund"),
+          app_lib.TranslateLine(lines[2], "")]
+  bad = app_lib.TranslateLine(lines[1], "\u65e5\u672c")
+  results = translate(key, [good[0], bad, good[1]])
+  assert isinstance(results[1], RequestError)
+  assert "cannot encode" in str(results[1])
+  assert [results[0], results[2]] == [translate(key, [item])[0]
+                                      for item in good]
+  assert results[0][0].startswith("Ein Hund")
