@@ -39,7 +39,7 @@ Everything goes through the project's own code: `t2tlite.build_model`, the
 real training step of `t2tlite.train.trainer.Trainer` (`Trainer.train_step`:
 loss of
 train/losses.py, Adam + schedule of train/schedules.py, global-norm and
-all-reduce included) and `t2tlite.decode.search.decode_ids` (the beam
+all-reduce included) and `t2tlite.decode.search.decode` (the beam
 search that t2t-decoder and the exported SavedModel run).
 
 Synthetic ids are uniform in [2, vocab) (no padding, no EOS), weights are
@@ -67,7 +67,8 @@ import keras
 import tensorflow as tf
 
 from t2tlite.decode.machine import settle
-from t2tlite.decode.search import decode_ids, fixed_search_weights
+from t2tlite.decode.search import decode, fixed_search_weights
+from t2tlite.decode.strategy import DecodePlan
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train.config import TrainConfig
@@ -287,17 +288,13 @@ def decode_settled(args):
 
 
 def decode_search_fn(model, settled, xla):
-  """The timed function: decode_ids as `settled` says, with the search's
-  weights made once, as t2t-decoder's Decoder makes them."""
-  hp = settled.hp
+  """The timed function: `search.decode` of the plan `settled` makes, with
+  the search's weights made once, as t2t-decoder's Decoder makes them."""
   weights = fixed_search_weights(model, settled.int8, settled.weights_first)
+  plan = DecodePlan.from_settled(settled)
   return tf.function(
-      lambda inputs: decode_ids(model, inputs, beam_size=hp.beam_size,
-                                alpha=hp.alpha, extra_length=hp.extra_length,
-                                static_shapes=xla, int8=settled.int8,
-                                concurrent_searches=settled.searches,
-                                search_weights=weights,
-                                min_length=hp.min_length),
+      lambda inputs: decode(model, inputs, plan, search_weights=weights,
+                            static_shapes=xla),
       jit_compile=xla, autograph=False)
 
 

@@ -47,7 +47,7 @@ from export_latency import export_random_model, machine, sentences  # noqa: E402
 from serve_latency import start_server  # noqa: E402
 
 from t2tlite.decode.machine import (  # noqa: E402
-    searches_for, set_search_threads)
+    searches_for, set_search_threads, settle)
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 
 
@@ -129,7 +129,7 @@ def offline_decoder(run_folder, saved_model):
                         if k in DecodeHParams.__dataclass_fields__})
   model, info, _ = run_dir.load_trained_model(
       run_folder, dtype=precision.KERAS_POLICY["float32"])
-  return Decoder(model, Vocabulary.from_file(info.vocab_file), hp,
+  return Decoder(model, Vocabulary.from_file(info.vocab_file), settle(hp),
                  Vocabulary.from_file(info.target_vocab_file))
 
 

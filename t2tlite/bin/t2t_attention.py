@@ -4,7 +4,8 @@
         --input="Two dogs play in the snow." [--target="Zwei Hunde ..."]
 
 --input may be repeated (one --target per --input, or none: then each target
-is the model's own beam-search output, with --decode_hparams). Writes one PNG
+is the model's own output, decoded with --decode_hparams by the search
+t2t-decoder runs: beam, greedy or sampled). Writes one PNG
 per attention kind, layer and head, and PLOT_DIR/index.html showing them.
 """
 
@@ -16,6 +17,7 @@ from t2tlite.bin import precision_flags, run_flags
 
 # TensorFlow loads when these are first used, after the flags are parsed.
 attention_plots = lazy.module("t2tlite.decode.attention_plots")
+decoding = lazy.module("t2tlite.decode.decoding")
 problem_decoding = lazy.module("t2tlite.problem_decoding")
 vocab_lib = lazy.module("t2tlite.data.vocab")
 
@@ -43,9 +45,18 @@ def _run():
   target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
   constraint = problem_decoding.decode_constraint(info.problem, vocab,
                                                  target_vocab, settled.hp)
-  maps = [attention_plots.attention_maps(model, vocab, source, target,
-                                         settled, target_vocab, constraint)
-          for source, target in zip(FLAGS.input, targets)]
+  decoder = None
+  maps = []
+  for source, target in zip(FLAGS.input, targets):
+    if target is not None:
+      maps.append(attention_plots.attention_maps(
+          model, vocab, source, target_vocab.encode_text(target), target,
+          target_vocab))
+      continue
+    # The model's own output, from the search t2t-decoder runs.
+    decoder = decoder or decoding.Decoder(model, vocab, settled, target_vocab,
+                                          constraint)
+    maps.extend(attention_plots.decoded_attention_maps(decoder, source))
   print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 
 

@@ -44,6 +44,12 @@ flags.DEFINE_string("decode_to_file", None, "Where outputs go (default: "
                     "standard output).")
 flags.DEFINE_boolean("decode_interactive", False, "Read sentences from "
                      "standard input, print each output at once.")
+flags.DEFINE_string("target_prefix_file", None, "With --decode_from_file: "
+                    "target prefixes, one a line: output i starts with "
+                    "line i (an empty line: no prefix). Every search, "
+                    "sampling and ensembles; a prefix longer than its "
+                    "output's limit (input length + extra_length) or one "
+                    "the target vocabulary cannot encode is an error.")
 flags.DEFINE_boolean("postprocess", False, "Apply the problem's postprocess "
                      "to outputs (parsing: bracketed trees instead of "
                      "sequences; t2t-parse-eval reads either).")
@@ -156,13 +162,25 @@ def _read_input():
   if not os.path.isdir(folder):
     raise FileNotFoundError(f"--decode_to_file={FLAGS.decode_to_file}: "
                             f"folder {folder} does not exist")
-  return lines
+  prefixes = None
+  if FLAGS.target_prefix_file:
+    prefixes = console.read_flag_lines("target_prefix_file")
+    if len(prefixes) != len(lines):
+      raise ValueError(
+          f"--target_prefix_file={FLAGS.target_prefix_file}: "
+          f"{len(prefixes)} lines, expected one per --decode_from_file "
+          f"line ({len(lines)})")
+  return lines, prefixes
 
 
-def _decode_file(decoder, postprocess, lines, length_warning):
+def _decode_file(decoder, postprocess, lines, prefixes, length_warning):
   hp = decoder.hp
   length_warning.check(lines)
-  outputs, scores = decoder.decode_lines(lines)
+  try:
+    outputs, scores = decoder.decode_lines(lines, prefixes=prefixes)
+  except ValueError as error:  # a prefix that cannot be: names its line
+    raise ValueError(f"--target_prefix_file={FLAGS.target_prefix_file}: "
+                     f"{error}") from None
   results = [_output_line(out, score, src, postprocess, hp.multiple_outputs)
              for out, score, src in zip(outputs, scores, lines)]
   if FLAGS.decode_to_file:
@@ -196,6 +214,9 @@ def _run():
     raise app.UsageError("Give exactly one of --decode_from_file and "
                          "--decode_interactive.")
   common_flags.load_plugins()
+  if FLAGS.target_prefix_file and FLAGS.decode_interactive:
+    raise app.UsageError("--target_prefix_file goes with --decode_from_file "
+                         "(line i is input line i's prefix).")
   # Before TensorFlow runs: concurrent searches run best on cores of their
   # own (intra-op threads are fixed once TensorFlow runs), and the model
   # loads in the precision settled here.
@@ -204,18 +225,20 @@ def _run():
     raise ValueError(
         f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
         f"{info.problem}; leave --problem out to use the trained one.")
-  lines = None if FLAGS.decode_interactive else _read_input()
+  lines, prefixes = (None, None) if FLAGS.decode_interactive else (
+      _read_input())
   decoder, problem_name, length_warning = _load(settled)
   postprocess = _postprocess_fn(problem_name)
   if FLAGS.decode_interactive:
     _decode_interactive(decoder, postprocess, length_warning)
   else:
-    _decode_file(decoder, postprocess, lines, length_warning)
+    _decode_file(decoder, postprocess, lines, prefixes, length_warning)
 
 
 def main():
   console.run(_run, __name__, required=["output_dir"],
               path_flags=["output_dir", "checkpoint_path", "decode_from_file",
+                          "target_prefix_file",
                           "decode_to_file", "t2t_usr_dir"])
 
 

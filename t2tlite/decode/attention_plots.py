@@ -2,8 +2,8 @@
 self-attention, decoder self-attention and encoder-decoder attention, one PNG
 per layer and head, and one HTML page showing them all.
 
-    maps = attention_maps(model, vocab, "Two dogs play in the snow.")
-    index_html = write_plots([maps], "plots/")
+    all_maps = decoded_attention_maps(decoder, "Two dogs play in the snow.")
+    index_html = write_plots(all_maps, "plots/")  # decoder: decoding.Decoder
 
 Rows are queries, columns keys; each row sums to 1. Decoder rows are labelled
 with the target piece each position predicts; decoder self-attention columns
@@ -19,9 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from t2tlite import files  # noqa: E402
-from t2tlite.decode import decoding, machine, search  # noqa: E402
-from t2tlite.decode.settings import DecodeHParams  # noqa: E402
-from t2tlite.ids import EOS_ID, PAD_ID  # noqa: E402
+from t2tlite.decode import decoding  # noqa: E402
 
 KINDS = (("encoder", "Encoder self-attention", "source", "source"),
          ("decoder_self", "Decoder self-attention", "target",
@@ -33,25 +31,19 @@ def _pieces(vocab, ids):
   return [p.decode("utf-8") for p in vocab.id_to_piece(ids).numpy()]
 
 
-def _trim_at_eos(ids):
-  ids = [int(i) for i in ids]
-  return ids[:ids.index(EOS_ID) + 1] if EOS_ID in ids else (
-      [i for i in ids if i != PAD_ID] + [EOS_ID])
-
-
-def attention_maps(model, vocab, source, target=None, settled=None,
-                   target_vocab=None, constraint=None):
-  """Every attention map of one sentence pair.
+def attention_maps(model, vocab, source, target_ids, target=None,
+                   target_vocab=None):
+  """Every attention map of one sentence pair, the decoder teacher-forced
+  on `target_ids`.
 
   Args:
     model: a Transformer with `attention_weights`.
     vocab: its (input) Vocabulary.
     source: the input sentence.
-    target: the output sentence; None decodes one with `settled`.
-    settled: the `machine.SettledDecode` of that decoding (default: the
-      paper's hparams, settled here).
+    target_ids: the output's ids, EOS included (a decoded output's:
+      `decoded_attention_maps`; a given text's: its encode_text).
+    target: the output's text; None: target_ids decoded.
     target_vocab: its target Vocabulary (target pieces); None: vocab.
-    constraint: None, or the DecodeConstraint of that decoding.
   Returns:
     dict: "source", "target" (text); "pieces": {"source", "target",
     "decoder_input": list of str}; "weights": {"encoder", "decoder_self",
@@ -59,17 +51,9 @@ def attention_maps(model, vocab, source, target=None, settled=None,
   """
   target_vocab = target_vocab or vocab
   inputs = decoding.encode_inputs(vocab, tf.constant([source]))
+  target_ids = [int(i) for i in target_ids]
   if target is None:
-    hp = (settled or machine.settle(DecodeHParams())).hp
-    out = search.decode_ids(model, inputs, hp.beam_size, hp.alpha,
-                            hp.extra_length, constraint=constraint,
-                            int8=hp.int8, min_length=hp.min_length,
-                            no_repeat_ngram_size=hp.no_repeat_ngram_size)
-    out = out["outputs"][0].numpy()
-    target_ids = _trim_at_eos(out)
     target = target_vocab.decode_ids(target_ids)
-  else:
-    target_ids = target_vocab.encode_text(target)
   targets = tf.constant([target_ids], tf.int32)
   weights = model.attention_weights({"inputs": inputs, "targets": targets})
   source_ids = inputs[0].numpy().tolist()
@@ -82,6 +66,29 @@ def attention_maps(model, vocab, source, target=None, settled=None,
       "weights": {kind: [w[0].numpy() for w in weights[kind]]
                   for kind, *_ in KINDS},
   }
+
+
+def decoded_attention_maps(decoder, source, target_prefix=None):
+  """The attention of the output `decoder` gives `source`: decoded by the
+  same search as its translations (any strategy), then each model
+  teacher-forced on that output's ids.
+
+  Args:
+    decoder: a `decoding.Decoder` (its model a Transformer or an
+      `ensemble.Ensemble`).
+    source: the input sentence.
+    target_prefix: None, or the output's target prefix (text).
+  Returns:
+    a list of `attention_maps` results: one per model of the ensemble (one
+    for a single model), each with "target" the output's text (the first
+    output when the decoder returns several).
+  """
+  prefixes = None if target_prefix is None else [target_prefix]
+  outputs, _, ids = decoder.decode_batch([source], prefixes, with_ids=True)
+  text = outputs[0][0] if decoder.hp.multiple_outputs else outputs[0]
+  models = getattr(decoder.model, "models", [decoder.model])
+  return [attention_maps(model, decoder.vocab, source, ids[0], text,
+                         decoder.target_vocab) for model in models]
 
 
 def plot_heatmap(weights, rows, columns, title, path):

@@ -24,6 +24,11 @@ compile with XLA (`tf.function(jit_compile=True)`).
 Output sequences end with EOS (included) and are padded with 0 after it; a
 hypothesis that reached its length limit without EOS is returned as it is.
 
+What a step may choose (exclusions, min_length, no-repeat n-grams, target
+prefixes) and the log-normalizer come from one place, `step_rules.StepRules`,
+which both searches call; their settings arrive whole (`strategy.Beam`,
+`StepRules`), never as defaults of their own.
+
 Lengths: `max_decode_length` (int or int32 scalar; static under XLA) sizes
 the buffers; optional `max_lengths` int32 [batch] (each <= max_decode_length)
 limits each batch element on its own, so that an output does not depend on
@@ -31,16 +36,8 @@ which other inputs share its batch.
 """
 import tensorflow as tf
 
-from t2tlite.decode.vocab_top_k import excluded, log_normalizer_and_top_k
+from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB  # noqa: F401
 from t2tlite.ids import EOS_ID
-
-# The score of a hypothesis (or token) that must never be chosen: a finite
-# "minus infinity", so that score arithmetic never meets inf - inf = nan.
-# It is much smaller in magnitude than attention's MASK_BIAS because scores
-# are sums: at 1e7 float32 values are spaced 1 apart (64 apart at 1e9), so
-# an impossible score plus a log-probability still keeps that log-probability
-# to the nearest unit.
-IMPOSSIBLE_LOG_PROB = -1e7
 
 
 def length_penalty(length, alpha):
@@ -122,80 +119,27 @@ def _gather_cache(cache, indices, beam_size):
   return _map_rows(lambda x: tf.gather(x, flat), cache)
 
 
-def _exclusions(excluded_id, eos_id, min_length, step):
-  """(excluded_ids, excluding) for `log_normalizer_and_top_k` at `step`:
-  `excluded_id` always, EOS while step < min_length."""
-  tokens, flags = [], []
-  if excluded_id is not None:
-    tokens.append(excluded_id)
-    flags.append(tf.constant(True))
-  if min_length:
-    tokens.append(eos_id)
-    flags.append(step < min_length)
-  return tuple(tokens), (tf.stack(flags) if tokens else None)
-
-
-def _without_repeats(logits, seqs, step, n):
-  """`logits` for position `step` with every token that would complete an
-  n-gram already in its sequence set to IMPOSSIBLE_LOG_PROB (decode hparam
-  no_repeat_ngram_size, as fairseq's --no-repeat-ngram-size).
-
-  Args:
-    logits: float32 [rows, vocab].
-    seqs: int32 [rows, max_len], the tokens of positions < step written.
-    step: int32 scalar.
-    n: int >= 1 (Python): the n-gram size.
-  Returns:
-    float32 [rows, vocab].
-  """
-  rows, max_len = tf.shape(seqs)[0], tf.shape(seqs)[1]
-  # Window j: a prefix at j .. j + n - 2, then a token; none when n is
-  # longer than the buffer. Ops, not a loop over n: the graph's size does
-  # not grow with n (a decode hparam a server's request may set).
-  starts = tf.range(tf.maximum(max_len - n + 1, 0))
-  offsets = tf.range(tf.minimum(n - 1, max_len))
-  prefixes = tf.gather(seqs, starts[:, tf.newaxis] + offsets, axis=1)
-  current = tf.gather(seqs, tf.maximum(step - n + 1 + offsets, 0), axis=1)
-  # Window j matches if its prefix is the n - 1 tokens before `step` and its
-  # token was written (j + n - 1 < step): that token is banned.
-  match = (tf.reduce_all(tf.equal(prefixes, current[:, tf.newaxis]), axis=-1)
-           & (starts < step - n + 1))
-  banned = tf.gather(seqs, starts + n - 1, axis=1)
-  row_ids = tf.broadcast_to(tf.range(rows)[:, tf.newaxis], tf.shape(banned))
-  indices = tf.stack([row_ids, tf.where(match, banned, 0)], axis=-1)
-  # A min with +inf leaves the windows that do not match as they were.
-  updates = tf.where(match, IMPOSSIBLE_LOG_PROB, float("inf"))
-  return tf.tensor_scatter_nd_min(logits, tf.reshape(indices, [-1, 2]),
-                                  tf.reshape(updates, [-1]))
-
-
-def _best_extensions(logits, alive_log_probs, n, excluded_ids=(),
-                     excluding=None):
+def _best_extensions(log_probs, tokens, alive_log_probs, n):
   """The n most probable one-token extensions of the live hypotheses.
 
   A beam's own n best tokens hold every one of the n best extensions that go
   through it, so only k * n candidates are ranked, not k * V.
 
   Args:
-    logits: [batch * k, V] next-token logits, hypothesis j of batch element b
-      in row b * k + j.
+    log_probs, tokens: float32 and int32 [batch * k, per_beam], each
+      hypothesis' best next tokens (`StepRules.top_candidates`),
+      hypothesis j of batch element b in row b * k + j.
     alive_log_probs: float32 [batch, k] (k static).
     n: int, extensions kept.
-    excluded_ids, excluding: tokens left out of the choice and of the
-      distribution (`log_normalizer_and_top_k`).
   Returns:
     (log_probs float32 [batch, n] in descending order, beams int32 [batch, n],
     tokens int32 [batch, n]). Ties go to the lower beam, then to the lower
     token: the order of a top_k over all k * V extensions.
   """
   batch, k = tf.shape(alive_log_probs)[0], alive_log_probs.shape[1]
-  vocab = logits.shape[-1]
-  per_beam = n if vocab is None else min(
-      n, vocab - len(excluded_ids))  # a tiny vocabulary
-  log_z, values, tokens = log_normalizer_and_top_k(
-      tf.cast(logits, tf.float32), per_beam, excluded_ids, excluding)
+  per_beam = tokens.shape[-1]
   scores = alive_log_probs[:, :, tf.newaxis] + tf.reshape(
-      values - log_z[:, tf.newaxis], [batch, k, per_beam])
+      log_probs, [batch, k, per_beam])
   best_scores, best = tf.math.top_k(
       tf.reshape(scores, [batch, k * per_beam]), k=n)
   tokens = tf.gather(tf.reshape(tokens, [batch, k * per_beam]), best,
@@ -203,9 +147,8 @@ def _best_extensions(logits, alive_log_probs, n, excluded_ids=(),
   return best_scores, best // per_beam, tokens
 
 
-def greedy_search(decode_step, initial_cache, max_decode_length,
-                  eos_id=EOS_ID, max_lengths=None, pick=None,
-                  excluded_id=None, min_length=0, no_repeat_ngram_size=0):
+def greedy_search(decode_step, initial_cache, max_decode_length, rules,
+                  max_lengths=None, pick=None):
   """Picks the most probable token at every step until EOS (or, with
   `pick`, the token `pick` chooses: sampling).
 
@@ -214,19 +157,12 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
       cache).
     initial_cache: nest of tensors [batch, ...].
     max_decode_length: int or int32 scalar tensor, most tokens per output.
-    eos_id: the end-of-sequence id.
-    max_lengths: optional int32 [batch], per-element limits.
+    rules: a `step_rules.StepRules` over the batch's rows (exclusions,
+      min_length, no-repeat n-grams, prefixes; `step_rules.NO_RULES`).
+    max_lengths: None, or int32 [batch] per-element limits.
     pick: None (the most probable token), or callable(logits float32
       [batch, V], step int32 scalar) -> int32 [batch] the tokens written
       (`t2tlite.decode.sampling`).
-    excluded_id: None, or a token id never chosen and left out of the
-      distribution, as if its logit were -inf (with `pick`, which draws
-      from the logits, it is masked in them by IMPOSSIBLE_LOG_PROB).
-    min_length: EOS is left out the same way at steps < min_length, so
-      outputs hold at least min_length tokens before EOS (or end at their
-      limit).
-    no_repeat_ngram_size: n > 0: no output holds an n-gram twice (tokens
-      that would repeat one are impossible, sampled or not); 0: off.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum of
     the chosen tokens' log-probabilities).
@@ -244,36 +180,23 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
   def body(step, seqs, finished, scores, cache):
     finished |= step >= limits
     logits, cache = decode_step(_previous_tokens(seqs, step), step, cache)
-    logits = tf.cast(logits, tf.float32)
-    left_out, flags = _exclusions(excluded_id, eos_id, min_length, step)
-    if pick is not None and left_out:
-      hidden = excluded(tf.range(tf.shape(logits)[-1]), left_out, flags)
-      logits += IMPOSSIBLE_LOG_PROB * tf.cast(hidden, logits.dtype)
-    if no_repeat_ngram_size:
-      logits = _without_repeats(logits, seqs, step, no_repeat_ngram_size)
     if pick is None:
-      log_z, best, best_ids = log_normalizer_and_top_k(logits, 1, left_out,
-                                                       flags)
-      chosen, chosen_logits = best_ids[:, 0], best[:, 0]
+      log_probs, tokens = rules.top_candidates(logits, seqs, step, 1)
+      token_scores, chosen = log_probs[:, 0], tokens[:, 0]
     else:
-      log_z = tf.reduce_logsumexp(logits, axis=-1)
-      chosen = pick(logits, step)
-      chosen_logits = tf.gather(logits, chosen, batch_dims=1)
+      token_scores, chosen = rules.picked(logits, seqs, step, pick)
     tokens = tf.where(finished, tf.zeros_like(chosen), chosen)
-    token_scores = chosen_logits - log_z
     scores += tf.where(finished, tf.zeros_like(token_scores), token_scores)
     seqs = _write_position(seqs, step, tokens)
-    return step + 1, seqs, finished | tf.equal(tokens, eos_id), scores, cache
+    return step + 1, seqs, finished | tf.equal(tokens, EOS_ID), scores, cache
 
   _, seqs, _, scores, _ = _loop(
       cond, body, (tf.constant(0), seqs, finished, scores), initial_cache)
   return seqs, scores
 
 
-def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
-                alpha=0.6, eos_id=EOS_ID, return_beams=False,
-                max_lengths=None, excluded_id=None, min_length=0,
-                no_repeat_ngram_size=0):
+def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
+                max_lengths=None):
   """Beam search with the GNMT length penalty and early termination.
 
   At each step the `beam_size` best extensions (by log-probability) of the live
@@ -295,19 +218,13 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
       (logits [batch * beam, V], cache); hypothesis j of batch element b is row
       b * beam_size + j.
     initial_cache: nest of tensors [batch, ...] (tiled to the beams here).
-    beam_size: int, hypotheses kept per batch element.
+    beam: a `strategy.Beam`: size (hypotheses kept per batch element),
+      alpha (the length-penalty exponent, >= 0) and return_beams (every
+      beam, n-best and best first, not only the best).
     max_decode_length: int or int32 scalar tensor, most tokens per output.
-    alpha: float >= 0, the length-penalty exponent.
-    eos_id: the end-of-sequence id.
-    return_beams: return every beam (n-best, best first), not only the best.
-    max_lengths: optional int32 [batch], per-element limits.
-    excluded_id: None, or a token id never chosen and left out of the
-      distribution, as if its logit were -inf (the padding id: cheaper
-      than masking every step's logits).
-    min_length: EOS is left out the same way at steps < min_length, so
-      finished hypotheses hold at least min_length tokens before EOS.
-    no_repeat_ngram_size: n > 0: no hypothesis holds an n-gram twice; 0:
-      off.
+    rules: a `step_rules.StepRules` over the batch's rows (tiled to the
+      beams here; `step_rules.NO_RULES`).
+    max_lengths: None, or int32 [batch] per-element limits.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
     return_beams (ids [batch, beam_size, max_decode_length], scores
@@ -316,10 +233,12 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
     live ones cut at their limit, scored with that length's penalty and
     ranked after the finished ones.
   """
+  alpha, return_beams = beam.alpha, beam.return_beams
   if alpha < 0:
     raise ValueError(f"alpha={alpha}: the length penalty exponent must be >= 0 "
                      "(the early-termination bound assumes it)")
-  k = beam_size
+  k = beam.size
+  rules = rules.repeated(k)
   batch = _batch_size(initial_cache)
   cache = _map_rows(lambda x: tf.repeat(x, k, axis=0), initial_cache)
   seqs = tf.zeros([batch, k, max_decode_length], tf.int32)
@@ -352,18 +271,16 @@ def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
            finished_flags)
     ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
     logits, cache = decode_step(ids, step, cache)
-    if no_repeat_ngram_size:
-      logits = _without_repeats(
-          tf.cast(logits, tf.float32),
-          tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]]), step,
-          no_repeat_ngram_size)
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
+    # The rows' sequences only where a rule reads them (no extra op else).
+    rows_seqs = (tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]])
+                 if rules.no_repeat_ngram_size else None)
+    log_probs, tokens = rules.top_candidates(logits, rows_seqs, step, 2 * k)
     top_log_probs, top_beams, top_tokens = _best_extensions(
-        logits, alive_log_probs, 2 * k,
-        *_exclusions(excluded_id, eos_id, min_length, step))
+        log_probs, tokens, alive_log_probs, 2 * k)
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
                                top_tokens)
-    is_eos = tf.equal(top_tokens, eos_id)
+    is_eos = tf.equal(top_tokens, EOS_ID)
 
     # Live set: the k best candidates not ending in EOS.
     _, live = tf.math.top_k(

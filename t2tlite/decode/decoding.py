@@ -14,7 +14,8 @@ from absl import logging
 import tensorflow as tf
 
 from t2tlite.decode import machine, search
-from t2tlite.ids import EOS_ID
+from t2tlite.decode import prefix as prefix_lib
+from t2tlite.ids import EOS_ID, PAD_ID
 
 
 def encode_inputs(vocab, strings):
@@ -25,7 +26,7 @@ def encode_inputs(vocab, strings):
 
 
 def decode_strings(model, vocab, strings, settled, target_vocab=None,
-                   constraint=None, search_weights=None):
+                   constraint=None, search_weights=None, target_prefix=None):
   """Text in, text out, all in graph (tensorflow-text tokenizer).
 
   Args:
@@ -34,16 +35,20 @@ def decode_strings(model, vocab, strings, settled, target_vocab=None,
     settled: a `machine.SettledDecode` (hp.batch_size is not used here).
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
     constraint: None, or a `constraints.DecodeConstraint`
-      (`search.decode_ids`).
+      (`search.decode`).
     search_weights: None, or `search.fixed_search_weights(model,
       settled.int8, settled.weights_first)`.
+    target_prefix: None, or int32 [batch, prefix_len] each output's first
+      target ids, 0-padded (`prefix`).
   Returns:
     {"outputs": tf.string [batch] (or [batch, beam] with
     hp.multiple_outputs: beams or samples),
-    "scores": float32 [batch] (or [batch, beam])}.
+    "scores": float32 [batch] (or [batch, beam]), "ids": int32 [batch(,
+    beam), out_len] the outputs' ids}.
   """
   result = search.search_with_hparams(model, encode_inputs(vocab, strings),
-                                      settled, constraint, search_weights)
+                                      settled, constraint, search_weights,
+                                      target_prefix)
   ids, scores = result["outputs"], result["scores"]
   target_vocab = target_vocab or vocab
   if settled.hp.multiple_outputs:
@@ -55,7 +60,16 @@ def decode_strings(model, vocab, strings, settled, target_vocab=None,
     text = target_vocab.decode(ids)
     blank = tf.equal(tf.strings.strip(strings), "")
   return {"outputs": tf.where(blank, tf.constant(""), text),
-          "scores": scores}
+          "scores": scores, "ids": ids}
+
+
+def output_ids(row):
+  """An output's ids as a list, EOS included (a row cut at its limit, without
+  EOS, is kept whole): the ids its attention is computed on."""
+  ids = [int(i) for i in row]
+  if EOS_ID in ids:
+    return ids[:ids.index(EOS_ID) + 1]
+  return [i for i in ids if i != PAD_ID]
 
 
 class Decoder:
@@ -65,7 +79,7 @@ class Decoder:
   reuse one graph, and the search's weights are made once, here
   (`search.fixed_search_weights`): a Decoder decodes with the weights the model
   had when it was made. (Not XLA-compiled: the tensorflow-text tokenizer ops have
-  no XLA kernels; `search.decode_ids` alone compiles.)
+  no XLA kernels; `search.decode` alone compiles.)
 
   Args:
     model: a trained Transformer.
@@ -87,39 +101,88 @@ class Decoder:
     self.constraint = constraint
     weights = search.fixed_search_weights(model, settled.int8,
                                           settled.weights_first)
+
+    def run(strings, target_prefix=None):
+      return decode_strings(model, vocab, strings, settled, self.target_vocab,
+                            constraint, weights, target_prefix)
+
     # Without AutoGraph: the search's loops and branches are tf.while_loop
     # and tf.cond already, and converting the model's Python code took
-    # most of a decoder's start.
-    self._decode = tf.function(
-        lambda strings: decode_strings(model, vocab, strings, settled,
-                                       self.target_vocab, constraint,
-                                       weights),
-        input_signature=[tf.TensorSpec([None], tf.string)],
+    # most of a decoder's start. The search with target prefixes is
+    # traced on first use: requests without them run the graph without.
+    strings_spec = tf.TensorSpec([None], tf.string)
+    self._decode = tf.function(run, input_signature=[strings_spec],
+                               autograph=False)
+    self._decode_with_prefix = tf.function(
+        run, input_signature=[strings_spec,
+                              tf.TensorSpec([None, None], tf.int32)],
         autograph=False)
 
-  def decode_batch(self, strings):
+  def prefix_ids(self, strings, prefixes):
+    """int32 [batch, longest prefix] of prefix texts (None, "": none).
+
+    Raises:
+      ValueError: a prefix the target vocabulary cannot encode, or longer
+        than its output may hold, naming it.
+    """
+    ids = prefix_lib.encode_prefixes(self.target_vocab,
+                                     [p or "" for p in prefixes])
+    lengths = self.vocab.encode(tf.constant(strings, tf.string))
+    limits = lengths.row_lengths().numpy() + 1 + self.hp.extra_length
+    if self.model.config.position_encoding == "learned":
+      limits = [min(limit, self.model.config.max_length) for limit in limits]
+    prefix_lib.check_prefixes(ids, limits)
+    return prefix_lib.padded(ids)
+
+  def decode_batch(self, strings, prefixes=None, with_ids=False):
     """list of str -> (outputs, scores): a str and a float per input, or with
     return_beams (num_samples > 1) a list of each per input (best first;
-    samples in order)."""
-    result = self._decode(tf.constant(strings, tf.string))
+    samples in order).
+
+    Args:
+      prefixes: None, or a target prefix (str; "" for none) per input:
+        each output starts with its prefix.
+      with_ids: also return the outputs' ids (the first output's, cut after
+        EOS, a list of ints per input) as a third list.
+    """
+    strings = list(strings)
+    if prefixes is not None and any(p and p.strip() for p in prefixes):
+      result = self._decode_with_prefix(
+          tf.constant(strings, tf.string),
+          self.prefix_ids(strings, prefixes))
+    else:
+      result = self._decode(tf.constant(strings, tf.string))
     outputs = result["outputs"].numpy().tolist()
     if self.hp.multiple_outputs:
       outputs = [[b.decode("utf-8") for b in beams] for beams in outputs]
     else:
       outputs = [b.decode("utf-8") for b in outputs]
-    return outputs, result["scores"].numpy().tolist()
+    scores = result["scores"].numpy().tolist()
+    if not with_ids:
+      return outputs, scores
+    ids = result["ids"].numpy()
+    if self.hp.multiple_outputs:
+      ids = ids[:, 0]
+    return outputs, scores, [output_ids(row) for row in ids]
 
-  def decode_lines(self, lines, progress=True):
+  def decode_lines(self, lines, progress=True, prefixes=None):
     """Decodes lines in batches of similar length, returned in input order.
 
     Args:
       lines: list of str (one sentence each, without line breaks).
+      prefixes: None, or a list beside `lines`: each line's target prefix
+        ("" for none), which its output starts with.
       progress: log a line after each batch.
     Returns:
       (outputs, scores) lists aligned with `lines`; an empty (or blank) line
       gives "" and score 0.0 (lists of them with return_beams) undecoded.
     """
     hp = self.hp
+    if prefixes is not None:
+      if len(prefixes) != len(lines):
+        raise ValueError(f"{len(prefixes)} target prefixes for {len(lines)} "
+                         "lines: expected one per line")
+      self.prefix_ids(lines, prefixes)  # errors name the line's number
     beams = hp.outputs_per_input if hp.multiple_outputs else None
     outputs = [[""] * beams if beams else ""] * len(lines)
     scores = [[0.0] * beams if beams else 0.0] * len(lines)
@@ -134,7 +197,9 @@ class Decoder:
                                      key=lambda j: (-lengths[j], j))]
     for start in range(0, len(order), hp.batch_size):
       batch = order[start:start + hp.batch_size]
-      texts, batch_scores = self.decode_batch([lines[i] for i in batch])
+      texts, batch_scores = self.decode_batch(
+          [lines[i] for i in batch],
+          None if prefixes is None else [prefixes[i] for i in batch])
       for i, text, score in zip(batch, texts, batch_scores):
         outputs[i], scores[i] = text, score
       if progress:

@@ -2,7 +2,8 @@
 searched as one model.
 
     models, info, paths = run_dir.load_models(output_dir, ["run_a", "run_b/ckpt-900"])
-    decoder = Decoder(Ensemble(models), vocab, hp, target_vocab)
+    decoder = Decoder(Ensemble(models), vocab, machine.settle(hp),
+                      target_vocab)
 
 At every step of the search each model reads the same prefix with its own
 cache and the ensemble's next-token log-probabilities are the mean of the
@@ -19,7 +20,7 @@ from t2tlite.layers.search_weights import EnsembleWeights
 
 
 class Ensemble:
-  """Models with the interface `search.decode_ids` searches with
+  """Models with the interface `search.decode` searches with
   (`config`, `search_weights`, `prepare_decoding`).
 
   Args:
@@ -31,7 +32,7 @@ class Ensemble:
     if not self.models:
       raise ValueError("an ensemble needs at least one model")
     configs = [m.config for m in self.models]
-    # decode_lengths and decode_ids read the positions: with any learned
+    # decode_lengths and decode read the positions: with any learned
     # table, outputs and inputs stop at the shortest table's end.
     learned = [c.max_length for c in configs
                if c.position_encoding == "learned"]

@@ -1,9 +1,11 @@
 """Sampling outputs instead of searching them: temperature, top-k and top-p
 (nucleus) sampling, reproducible with a seed.
 
-    sampler = Sampler(temperature=0.8, top_p=0.9, seed=7, num_samples=4)
-    outputs, scores = greedy_search(step, cache, length,
-                                    pick=sampler.pick_for(keys))
+    sample = Sample(temperature=0.8, top_k=0, top_p=0.9, seed=7,
+                    num_samples=4)                 # strategy.Sample
+    rows, keys = expand(sample, inputs)
+    outputs, scores = greedy_search(step, cache, length, rules,
+                                    pick=pick_for(sample, keys))
 
 At every step the next token is drawn from the model's distribution with
 its logits divided by the temperature, restricted to the `top_k` most
@@ -20,8 +22,6 @@ concurrent search it runs: t2t-decoder, a Decoder and an export give the
 same outputs for the same seed. Two equal input sentences get the same
 samples.
 """
-import dataclasses
-
 import tensorflow as tf
 
 from t2tlite.ids import PAD_ID
@@ -125,43 +125,28 @@ def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0):
   return tf.gather(order, choice, batch_dims=1)
 
 
-@dataclasses.dataclass(frozen=True)
-class Sampler:
-  """Sampling settings (the decode hparams sampling_temperature, top_k,
-  top_p, sampling_seed, num_samples)."""
-  temperature: float
-  top_k: int = 0
-  top_p: float = 1.0
-  seed: int = 0
-  num_samples: int = 1
+def expand(sample, inputs):
+  """The rows a sampling search runs: each input num_samples times.
 
-  @classmethod
-  def from_hparams(cls, hp):
-    """A Sampler for DecodeHParams that ask for sampling, else None."""
-    if not hp.sampling_temperature:
-      return None
-    return cls(hp.sampling_temperature, hp.top_k, hp.top_p, hp.sampling_seed,
-               hp.num_samples)
+  Args:
+    sample: a `strategy.Sample`.
+    inputs: int32 [batch, src_len].
+  Returns:
+    (int32 [batch * num_samples, src_len], the inputs' samples
+    consecutive; int64 [batch * num_samples] their row keys).
+  """
+  n = sample.num_samples
+  rows = tf.repeat(inputs, n, axis=0) if n > 1 else inputs
+  index = tf.tile(tf.range(n), [tf.shape(inputs)[0]])
+  return rows, row_keys(rows, index, sample.seed)
 
-  def expand(self, inputs):
-    """The rows a sampling search runs: each input num_samples times.
 
-    Args:
-      inputs: int32 [batch, src_len].
-    Returns:
-      (int32 [batch * num_samples, src_len], the inputs' samples
-      consecutive; int64 [batch * num_samples] their row keys).
-    """
-    n = self.num_samples
-    rows = tf.repeat(inputs, n, axis=0) if n > 1 else inputs
-    index = tf.tile(tf.range(n), [tf.shape(inputs)[0]])
-    return rows, row_keys(rows, index, self.seed)
+def pick_for(sample, keys):
+  """greedy_search's `pick` for rows with these keys (`strategy.Sample`
+  settings)."""
 
-  def pick_for(self, keys):
-    """greedy_search's `pick` for rows with these keys."""
+  def pick(logits, step):
+    return sample_tokens(logits, uniforms(keys, step), sample.temperature,
+                         sample.top_k, sample.top_p)
 
-    def pick(logits, step):
-      return sample_tokens(logits, uniforms(keys, step), self.temperature,
-                           self.top_k, self.top_p)
-
-    return pick
+  return pick

@@ -3,17 +3,21 @@ every output, concurrent searches over blocks of rows, the search's weights made
 once, and int8 as settled (`machine.settle`).
 
     weights = fixed_search_weights(model)
-    result = decode_ids(model, inputs, beam_size=4, search_weights=weights)
-    # or as settled decode hparams say (machine.settle):
-    result = search_with_hparams(model, inputs, machine.settle(hp),
+    settled = machine.settle(hp)  # once, at the boundary
+    result = search_with_hparams(model, inputs, settled,
                                  search_weights=weights)
+    # the same as
+    result = decode(model, inputs, DecodePlan.from_settled(settled),
+                    search_weights=weights)
 """
 import dataclasses
 
 import tensorflow as tf
 
-from t2tlite.decode import constraints, machine, sampling
+from t2tlite.decode import constraints, sampling, strategy
 from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.decode.prefix import ForcedPrefix
+from t2tlite.decode.step_rules import StepRules
 from t2tlite.ids import PAD_ID
 from t2tlite.layers import int8 as int8_layer
 
@@ -52,36 +56,36 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def int8_or_float(settled, search_weights, search):
-  """search(hp, search_weights) with the settled hparams, int8 as settled.
+def int8_or_float(plan, int8_per_call, search_weights, search):
+  """search(plan, search_weights), int8 as settled.
 
   Int8 is decided once: by `machine.settle` for the machine at hand, or,
-  with settled.int8_per_call (an export), at each call where the graph
-  runs: the graph then holds both searches and runs the int8 one where its
-  kernel computes (`int8.kernel_works`, a few small ops), else the one
-  without int8 (its weights made in the call from the model's variables),
-  so that an exported int8 search never fails for want of the kernel,
-  whatever machine serves it.
+  with int8_per_call (an export's `SettledDecode`), at each call where the
+  graph runs: the graph then holds both searches and runs the int8 one
+  where its kernel computes (`int8.kernel_works`, a few small ops), else
+  the one without int8 (its weights made in the call from the model's
+  variables), so that an exported int8 search never fails for want of the
+  kernel, whatever machine serves it.
 
   Args:
-    settled: a `machine.SettledDecode`.
-    search_weights: None, or `fixed_search_weights(model, settled.int8,
+    plan: a `strategy.DecodePlan` (`DecodePlan.from_settled`).
+    int8_per_call: the settled decode's int8_per_call.
+    search_weights: None, or `fixed_search_weights(model, plan.int8,
       settled.weights_first)`.
-    search: callable(hp, search_weights) -> {name: tensor}.
+    search: callable(plan, search_weights) -> {name: tensor}.
   """
-  hp = settled.hp
-  if not settled.int8_per_call:
-    return search(hp, search_weights)
-  plain = dataclasses.replace(hp, int8=False)
+  if not (plan.int8 and int8_per_call):
+    return search(plan, search_weights)
+  plain = dataclasses.replace(plan, int8=False)
   return tf.cond(int8_layer.kernel_works(),
-                 lambda: search(hp, search_weights),
+                 lambda: search(plan, search_weights),
                  lambda: search(plain, None))
 
 
 def fixed_search_weights(model, int8=False, weights_first=False):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
-  decoder or an export of a checkpoint): `decode_ids` then skips making
+  decoder or an export of a checkpoint): `decode` then skips making
   them at every call, which costs 40-200 ms a batch for transformer_base
   (the output projection's layout, the int8 quantization; BUILD_NOTES.md,
   "Search weights made once").
@@ -96,129 +100,141 @@ def fixed_search_weights(model, int8=False, weights_first=False):
     weights_first: their layout (`precision.int8_support`).
   Returns:
     a `SearchWeights` (an `EnsembleWeights` for an `Ensemble`), as
-    `decode_ids`'s search_weights.
+    `decode`'s search_weights.
   """
   with tf.init_scope():
     return model.search_weights(int8=int8, keep_variables=True,
                                 int8_weights_first=weights_first)
 
 
-def decode_ids(model, inputs, beam_size=4, alpha=0.6, extra_length=50,
-               return_beams=False, static_shapes=False, constraint=None,
-               int8=False, concurrent_searches=1, search_weights=None,
-               sampler=None, min_length=0, no_repeat_ngram_size=0):
-  """Searches outputs for a batch of id sequences (graph- and XLA-safe).
+def decode(model, inputs, plan, constraint=None, search_weights=None,
+           target_prefix=None, static_shapes=False):
+  """Decodes a batch of id sequences as `plan` says (graph- and XLA-safe):
+  the one entrance of every decode request (a Decoder, an export,
+  t2t-serve, bench).
 
   This is the function to wrap in a `tf.function` for export, e.g. with
   input_signature=[tf.TensorSpec([None, None], tf.int32)].
 
   Args:
     model: a Transformer (or anything with its search_weights,
-      prepare_decoding and config).
+      prepare_decoding and config: an `ensemble.Ensemble`).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
       model with learned positions reads only the first max_length.
-    beam_size: 1 runs greedy search (alpha is then unused).
-    alpha, extra_length: see DecodeHParams.
-    return_beams: keep all beams (beam_size > 1 only).
+    plan: a `strategy.DecodePlan` (`DecodePlan.from_settled`). Its
+      concurrent_searches are independent searches over consecutive
+      blocks of the batch's rows (`row_parts`), sharing one copy of the
+      weights; the outputs are those of one search over the whole batch
+      (see DecodeHParams for int8).
+    constraint: None, or a `constraints.DecodeConstraint` that every output
+      obeys.
+    search_weights: None (made in the graph, at every call), or
+      `fixed_search_weights(model, plan.int8)`, made once: int8 ones for an
+      int8 search (else ValueError).
+    target_prefix: None, or int32 [batch, prefix_len], each output's first
+      tokens, 0-padded (`prefix.ForcedPrefix`); a prefix longer than its
+      output's limit fails (InvalidArgumentError naming it).
     static_shapes: fixed-size decoding caches, as XLA needs
       (`tf.function(jit_compile=True)`); otherwise they grow one position
       per step, which moves less memory in graph mode.
-    constraint: None, or a `constraints.DecodeConstraint` that every output
-      obeys.
-    int8: see DecodeHParams.
-    concurrent_searches: independent searches over consecutive blocks of
-      the batch's rows (`row_parts`), sharing one copy of the weights. The
-      graph runs them side by side (`machine.settle` says when that
-      is faster, `machine.set_search_threads` gives each its cores); the
-      outputs are those of one search over the whole batch (see
-      DecodeHParams for int8).
-    search_weights: None (made in the graph, at every call), or
-      `fixed_search_weights(model, int8)`, made once: int8 ones for an
-      int8 search (else ValueError).
-    sampler: None (search), or a `sampling.Sampler`: outputs are sampled
-      (beam_size, alpha and return_beams unused); with num_samples > 1
-      they get a sample axis, as beams do.
-    min_length, no_repeat_ngram_size: see DecodeHParams (ints).
   Returns:
-    {"outputs": int32 [batch, out_len] or [batch, beam, out_len] (ending with
-    EOS, 0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
-    src_len + extra_length (see `decode_lengths`). Greedy and sampled
-    scores are log-probabilities, beam scores are length-penalised.
+    {"outputs": int32 [batch, out_len] or, with plan.multiple_outputs,
+    [batch, beam, out_len] (ending with EOS, 0-padded), "scores": float32
+    [batch] or [batch, beam]}; out_len is src_len + extra_length (see
+    `decode_lengths`). Greedy and sampled scores are log-probabilities,
+    beam scores are length-penalised.
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
-    search_weights = model.search_weights(int8=int8)
-  elif search_weights.int8 != int8:
-    raise ValueError(f"decode_ids(int8={int8}) was given the search weights "
-                     f"of an int8={not int8} search: make them with "
-                     f"fixed_search_weights(model, int8={int8})")
+    search_weights = model.search_weights(int8=plan.int8)
+  elif search_weights.int8 != plan.int8:
+    raise ValueError(f"decode(int8={plan.int8}) was given the search "
+                     f"weights of an int8={not plan.int8} search: make them "
+                     f"with fixed_search_weights(model, int8={plan.int8})")
+  limits = plan.limits
+  chosen = plan.strategy
 
-  def prepared(rows):
-    """(step function, cache, decode length, per-row limits) for `rows`."""
-    length, limits = decode_lengths(model, rows, extra_length)
+  def prepared(rows, prefix_ids):
+    """(step function, cache, decode length, per-row limits, StepRules)."""
+    length, row_limits = decode_lengths(model, rows, limits.extra_length)
     step, cache = model.prepare_decoding(
         rows, length if static_shapes else None,
         search_weights=search_weights)
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
-                                          limits)
-    return step, cache, length, limits
+                                          row_limits)
+    forced = None
+    if prefix_ids is not None:
+      forced = ForcedPrefix(_checked_prefix(prefix_ids, row_limits))
+    rules = StepRules.of(limits, PAD_ID, forced)
+    return step, cache, length, row_limits, rules
 
-  def search(rows):
-    if sampler is not None:
-      return sample(rows)
-    step, cache, length, limits = prepared(rows)
-    if beam_size == 1:
-      outputs, scores = greedy_search(
-          step, cache, length, max_lengths=limits, excluded_id=PAD_ID,
-          min_length=min_length, no_repeat_ngram_size=no_repeat_ngram_size)
-      if return_beams:
+  def search(rows, prefix_ids=None):
+    if isinstance(chosen, strategy.Sample):
+      return sample(rows, prefix_ids)
+    step, cache, length, row_limits, rules = prepared(rows, prefix_ids)
+    if isinstance(chosen, strategy.Greedy):
+      outputs, scores = greedy_search(step, cache, length, rules,
+                                      max_lengths=row_limits)
+      if chosen.beam_axis:
         outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
     else:
-      outputs, scores = beam_search(step, cache, beam_size, length,
-                                    alpha=alpha, return_beams=return_beams,
-                                    max_lengths=limits, excluded_id=PAD_ID,
-                                    min_length=min_length,
-                                    no_repeat_ngram_size=no_repeat_ngram_size)
+      outputs, scores = beam_search(step, cache, chosen, length, rules,
+                                    max_lengths=row_limits)
     return outputs, scores
 
-  def sample(inputs):
-    rows, keys = sampler.expand(inputs)
-    step, cache, length, limits = prepared(rows)
-    outputs, scores = greedy_search(
-        step, cache, length, max_lengths=limits, pick=sampler.pick_for(keys),
-        excluded_id=PAD_ID, min_length=min_length,
-        no_repeat_ngram_size=no_repeat_ngram_size)
-    if sampler.num_samples > 1:
-      n = sampler.num_samples
+  def sample(inputs, prefix_ids):
+    rows, keys = sampling.expand(chosen, inputs)
+    n = chosen.num_samples
+    if prefix_ids is not None and n > 1:
+      prefix_ids = tf.repeat(prefix_ids, n, axis=0)
+    step, cache, length, row_limits, rules = prepared(rows, prefix_ids)
+    outputs, scores = greedy_search(step, cache, length, rules,
+                                    max_lengths=row_limits,
+                                    pick=sampling.pick_for(chosen, keys))
+    if n > 1:
       outputs = tf.reshape(outputs, [-1, n, tf.shape(outputs)[-1]])
       scores = tf.reshape(scores, [-1, n])
     return outputs, scores
 
-  if concurrent_searches == 1:
-    outputs, scores = search(inputs)
+  parts = [inputs] if target_prefix is None else [inputs, target_prefix]
+  if plan.concurrent_searches == 1:
+    outputs, scores = search(*parts)
   else:
     # Traced once, called once a block: independent calls, which the
     # runtime inlines and runs side by side.
     # (Without AutoGraph: the searches' loops are tf.while_loops already.)
     block_search = tf.function(
         search, autograph=False,
-        input_signature=[tf.TensorSpec([None] + inputs.shape[1:],
-                                       inputs.dtype)])
-    outputs, scores = (tf.concat(parts, axis=0) for parts in zip(
-        *[block_search(rows)
-          for rows in row_parts(inputs, concurrent_searches)]))
+        input_signature=[tf.TensorSpec([None] + part.shape[1:], part.dtype)
+                         for part in parts])
+    blocks = zip(*[row_parts(part, plan.concurrent_searches)
+                   for part in parts])
+    outputs, scores = (tf.concat(results, axis=0) for results in zip(
+        *[block_search(*block) for block in blocks]))
   return {"outputs": outputs, "scores": scores}
 
 
+def _checked_prefix(prefix_ids, row_limits):
+  """prefix_ids int32 [rows, prefix_len], after an assertion that no
+  prefix is longer than its row's limit."""
+  lengths = tf.reduce_sum(tf.cast(prefix_ids != PAD_ID, tf.int32), axis=1)
+  check = tf.debugging.assert_less_equal(
+      lengths, row_limits,
+      message="target prefix longer than its output may hold (the input's "
+      "length + extra_length): shorten it or raise extra_length")
+  with tf.control_dependencies([check]):
+    return tf.identity(prefix_ids)
+
+
 def search_with_hparams(model, inputs, settled, constraint=None,
-                        search_weights=None):
-  """`decode_ids` as settled decode hparams say: searched or sampled, int8
-  as settled (`int8_or_float`).
+                        search_weights=None, target_prefix=None):
+  """`decode` as settled decode hparams say (`strategy.DecodePlan`, built
+  from them here), int8 as settled (`int8_or_float`).
 
   Args:
-    model: a Transformer (or anything `decode_ids` searches).
+    model: a Transformer (or anything `decode` decodes).
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded.
     settled: a `machine.SettledDecode` (concurrent searches a number, int8
       decided); hp.batch_size is not used.
@@ -226,24 +242,17 @@ def search_with_hparams(model, inputs, settled, constraint=None,
       obeys.
     search_weights: None, or `fixed_search_weights(model, settled.int8,
       settled.weights_first)`.
+    target_prefix: None, or int32 [batch, prefix_len] (see `decode`).
   Returns:
     {"outputs": int32 [batch, out_len] (or [batch, beam, out_len] with
     hp.multiple_outputs: beams or samples), "scores": float32 [batch] (or
-    [batch, beam])}, as `decode_ids`.
+    [batch, beam])}, as `decode`.
   Raises:
     TypeError: hparams not settled.
   """
-  if not isinstance(settled, machine.SettledDecode):
-    raise TypeError(f"search_with_hparams takes settled decode hparams, got "
-                    f"{type(settled).__name__}: settle them for this "
-                    "machine first (machine.settle)")
+  plan = strategy.DecodePlan.from_settled(settled)
 
-  def search(hp, weights):
-    return decode_ids(
-        model, inputs, hp.beam_size, hp.alpha, hp.extra_length,
-        hp.return_beams, constraint=constraint, int8=hp.int8,
-        concurrent_searches=hp.concurrent_searches, search_weights=weights,
-        sampler=sampling.Sampler.from_hparams(hp), min_length=hp.min_length,
-        no_repeat_ngram_size=hp.no_repeat_ngram_size)
+  def search(plan, weights):
+    return decode(model, inputs, plan, constraint, weights, target_prefix)
 
-  return int8_or_float(settled, search_weights, search)
+  return int8_or_float(plan, settled.int8_per_call, search_weights, search)

@@ -2,6 +2,10 @@
 an export and `decoding.Decoder` take them.
 
     hp = DecodeHParams.parse("beam_size=4,alpha=0.6")
+
+The searches read them as one `strategy.DecodePlan` (Greedy, Beam or
+Sample, and the output limits), built from settled hparams
+(`DecodePlan.from_settled`).
 """
 import dataclasses
 
@@ -31,7 +35,7 @@ class DecodeHParams:
     float32 matmuls are slow (AVX2; BUILD_NOTES.md, "int8 decoding").
     Not with XLA (the int8 kernel has no XLA form).
   concurrent_searches: searches that decode one batch side by side, each
-    over a part of its sentences (`search.decode_ids`); 0 (auto): 2 on a
+    over a part of its sentences (`search.decode`); 0 (auto): 2 on a
     CPU with two or more cores, else 1 (`machine.searches_for`). float32
     and bfloat16 outputs are those of one search (int8 ones can differ a
     little on CPUs without VNNI, where its kernel depends on the row

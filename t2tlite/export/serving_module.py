@@ -6,6 +6,14 @@ input key "inputs" and return the keys "outputs" and "scores"):
     serving_default  inputs tf.string [batch], raw UTF-8 text
                      -> outputs tf.string [batch] text detokenized by the
                         target vocabulary, scores float32 [batch]
+    translate_with_prefix
+                     inputs tf.string [batch] as serving_default, and
+                     target_prefixes tf.string [batch]: each output starts
+                     with its prefix ("" for none); a prefix longer than
+                     its output's limit (input length + extra_length) or
+                     with a piece the target vocabulary does not know
+                     fails the request, naming it
+                     -> outputs, scores as serving_default
     translate_ids    inputs int32 [batch, len], ids 0-padded, each row
                      ending with EOS (1)
                      -> outputs int32 [batch, out_len] ids ending with EOS,
@@ -57,6 +65,8 @@ from t2tlite.layers.search_weights import SearchWeights
 
 TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
+PREFIX_SIGNATURE = "translate_with_prefix"
+PREFIX_KEY = "target_prefixes"
 SCORE_SIGNATURE = "score"
 INPUT_KEY = "inputs"
 TARGET_KEY = "targets"
@@ -112,9 +122,23 @@ class _TruncatingVocab:
     return self.vocab.decode(ids)
 
 
+def prefix_ids(target_vocab, target_prefixes):
+  """tf.string [batch] target prefixes -> int32 [batch, longest], 0-padded
+  (an empty string: none), after an assertion that each encodes without
+  UNK (a piece the target vocabulary does not know)."""
+  ids = target_vocab.encode(valid_utf8(target_prefixes))
+  ids = tf.cast(ids.to_tensor(default_value=PAD_ID), tf.int32)
+  check = tf.debugging.assert_equal(
+      tf.reduce_any(tf.equal(ids, UNK_ID)), False,
+      message="target prefix the target vocabulary cannot encode (it holds "
+      "a piece the vocabulary does not know)")
+  with tf.control_dependencies([check]):
+    return tf.identity(ids)
+
+
 def translate_text(model, vocab, settled, max_input_length, inputs,
                    target_vocab=None, constraint=None, postprocess=None,
-                   search_weights=None):
+                   search_weights=None, target_prefixes=None):
   """Text in, text out (the serving_default signature).
 
   Args:
@@ -128,13 +152,19 @@ def translate_text(model, vocab, settled, max_input_length, inputs,
       [n]) -> tf.string [n] applied to the decoded text (every beam).
     search_weights: None, or the search's weights made once
       (`search.fixed_search_weights`).
+    target_prefixes: None, or tf.string [batch], each output's start (""
+      for none; the translate_with_prefix signature).
   Returns:
     {"outputs": tf.string [batch(, beam)], "scores": float32 [batch(, beam)]}.
   """
   text = valid_utf8(inputs)
   truncating = _TruncatingVocab(vocab, max_input_length - 1)
+  prefix = None
+  if target_prefixes is not None:
+    prefix = prefix_ids(target_vocab or vocab, target_prefixes)
   result = decoding.decode_strings(model, truncating, text, settled,
-                                   target_vocab, constraint, search_weights)
+                                   target_vocab, constraint, search_weights,
+                                   prefix)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
@@ -291,6 +321,12 @@ class ServingModule(tf.Module):
                                       self.target_vocab, constraint,
                                       postprocess, weights),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY))
+    self.translate_with_prefix = _traced(
+        lambda inputs, target_prefixes: translate_text(
+            model, vocab, settled, length, inputs, self.target_vocab,
+            constraint, postprocess, weights, target_prefixes),
+        tf.TensorSpec([None], tf.string, name=INPUT_KEY),
+        tf.TensorSpec([None], tf.string, name=PREFIX_KEY))
     self.translate_ids = _traced(
         lambda inputs: translate_ids(model, vocab.size, settled, length,
                                      inputs, constraint, weights),
@@ -304,5 +340,6 @@ class ServingModule(tf.Module):
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
     return {TEXT_SIGNATURE: self.translate_text,
+            PREFIX_SIGNATURE: self.translate_with_prefix,
             IDS_SIGNATURE: self.translate_ids,
             SCORE_SIGNATURE: self.score}

@@ -4,10 +4,11 @@
     GET  /api/info         the model: problem, default decode hparams,
                            layers, heads, the request limits
     POST /api/translate    {"lines": [...], "decode_hparams": "...",
-                            "n_best": false}
+                            "n_best": false, "target_prefixes": [...]}
                            -> {"translations": [...]} (+ "n_best": per line
                            [{"text", "score"}, ...] best first, on request)
-    POST /api/attention    {"line": "...", "decode_hparams": "..."}
+    POST /api/attention    {"line": "...", "decode_hparams": "...",
+                            "target_prefix": "..."}
                            -> {"source", "target", "pieces": {"source",
                            "target", "decoder_input"}, "attention":
                            {"encoder", "decoder_self", "encdec": [layer]
@@ -18,11 +19,15 @@
     GET  /metrics          Prometheus' text format (serve/metrics.py)
 
 Translate requests go through the batcher (serve/batcher.py): lines of
-concurrent requests with the same decode hparams are decoded together.
-Requests asking for the n-best are decoded in a batch of their own: a
-translation does not depend on the batch's other lines, but its score may
-differ in the last float32 bits, and an answer must be what it would be
-alone.
+concurrent requests with the same decode hparams are decoded together,
+each line with its own target prefix. Requests asking for the n-best are
+decoded in a batch of their own: a translation does not depend on the
+batch's other lines, but its score may differ in the last float32 bits,
+and an answer must be what it would be alone.
+
+"target_prefixes" (optional, one per line, "" for none): each translation
+starts with its line's prefix; "target_prefix" shows the attention of the
+output that starts with it.
 
 Every error is {"error": "one line"} with a 4xx status (503 with
 Retry-After when the queue is full, warming up or draining); the server
@@ -78,18 +83,53 @@ RETRY_AFTER_SECS = {batching.QueueFull: 1, batching.TimedOut: 1,
                     batching.Draining: 5, NotReady: 5}
 
 
-def estimated_tokens(line):
+@dataclasses.dataclass(frozen=True)
+class TranslateLine:
+  """A batch's item: a line and its target prefix ("" for none)."""
+  text: str
+  prefix: str = ""
+
+
+def estimated_tokens(item):
   """A line's source tokens, estimated (one per 4 bytes of UTF-8, and
   EOS): what a batch's --max_batch_tokens bounds."""
-  return len(line.encode("utf-8")) // 4 + 1
+  return len(item.text.encode("utf-8")) // 4 + 1
 
 
-def _translator(source):
-  """The batcher's decode: (TranslateKey, lines) -> per line
-  (translation, n-best or None)."""
-  def decode(key, lines):
-    translations, beams = source.translate(lines, key.overrides, key.n_best)
+def batch_translator(source):
+  """The batcher's decode: (TranslateKey, TranslateLines) -> per line
+  (translation, n-best or None), each output starting with its line's
+  prefix.
+
+  A batch one of whose prefixes cannot be (an export's search finds it:
+  a piece the vocabulary lacks, longer than its output may hold; the run
+  folder's are checked before batching, `ModelSource.check_prefixes`) is
+  decoded again line by line, so that only the request that sent it gets
+  its RequestError (as its line's result), not the others batched with
+  it.
+  """
+  def translate(key, items):
+    lines = [item.text for item in items]
+    prefixes = [item.prefix for item in items]
+    if not any(prefixes):
+      prefixes = None
+    translations, beams = source.translate(lines, key.overrides, key.n_best,
+                                           prefixes)
     return list(zip(translations, beams or [None] * len(lines)))
+
+  def decode(key, items):
+    try:
+      return translate(key, items)
+    except RequestError:
+      if len(items) == 1 or not any(item.prefix for item in items):
+        raise
+    results = []
+    for item in items:
+      try:
+        results.extend(translate(key, [item]))
+      except RequestError as error:
+        results.append(error)
+    return results
   return decode
 
 
@@ -110,7 +150,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   slots = threading.BoundedSemaphore(limits.max_concurrent)
   lifecycle = lifecycle or Lifecycle(ready=True)
   metrics = ServeMetrics()
-  batcher = batching.Batcher(_translator(source),
+  batcher = batching.Batcher(batch_translator(source),
                              batch_limits or batching.BatchLimits(),
                              estimated_tokens, metrics).start()
   metrics.track_queue(batcher.queued_lines)
@@ -180,14 +220,21 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   @app.post("/api/translate")
   def translate():
     refuse_unless_ready()
-    lines, overrides, n_best = checks.translate_request(body(), limits)
+    lines, overrides, n_best, prefixes = checks.translate_request(body(),
+                                                                  limits)
     hp = source.decode_hparams(overrides)
     checks.check_beam_size(hp, limits)
+    source.check_prefixes(lines, overrides, n_best, prefixes)
     # Under waitress (channel_request_lookahead > 0) this tells whether
     # the client closed its connection; a dropped request is not decoded.
     gone = flask.request.environ.get("waitress.client_disconnected")
-    results = batcher.submit(TranslateKey(hp, n_best, overrides), lines,
+    items = [TranslateLine(line, prefix) for line, prefix in
+             zip(lines, prefixes or [""] * len(lines))]
+    results = batcher.submit(TranslateKey(hp, n_best, overrides), items,
                              alone=n_best, gone=gone)
+    for result in results:
+      if isinstance(result, RequestError):  # this request's own prefix
+        raise result
     answer = {"translations": [text for text, _ in results]}
     if n_best:
       answer["n_best"] = [beams for _, beams in results]
@@ -195,9 +242,9 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
 
   @app.post("/api/attention")
   def attention():
-    line, overrides = checks.attention_request(body(), limits)
+    line, overrides, prefix = checks.attention_request(body(), limits)
     checks.check_beam_size(source.decode_hparams(overrides), limits)
-    maps = computing(lambda: source.attention(line, overrides))
+    maps = computing(lambda: source.attention(line, overrides, prefix))
     return flask.jsonify(
         source=maps.source, target=maps.target, pieces=maps.pieces,
         attention={kind: [_rounded(layer) for layer in layers]

@@ -24,6 +24,8 @@ import os
 import threading
 
 EXPORT_METADATA = os.path.join("assets.extra", "t2tlite_export.json")
+# The export's signature of text with target prefixes (serving_module).
+PREFIX_SIGNATURE = "translate_with_prefix"
 # Decoders kept for the last few decode hparams strings (each holds a traced
 # search; tracing one takes seconds).
 _DECODER_CACHE = 4
@@ -175,8 +177,9 @@ class ModelSource:
 
   # ---- translation -----------------------------------------------------------
 
-  def translate(self, lines, overrides="", n_best=False):
-    """Translates lines.
+  def translate(self, lines, overrides="", n_best=False, prefixes=None):
+    """Translates lines (each output starting with its target prefix, when
+    `prefixes` gives one per line, "" for none).
 
     Returns:
       (translations: list of str, n_best: None, or per line a list of
@@ -186,16 +189,16 @@ class ModelSource:
         can answer when there is none.
     """
     hp = self.decode_hparams(overrides)
-    use_export = (self.saved_model_dir and hp == self._base_hparams() and
-                  (not n_best or self._export_returns_beams()))
-    if use_export:
-      outputs, scores = self._translate_export(lines)
+    if prefixes is not None and not any(p.strip() for p in prefixes):
+      prefixes = None
+    if self._uses_export(hp, n_best):
+      outputs, scores = self._translate_export(lines, prefixes)
       beams = hp.return_beams
     else:
       self._need_run("these decode hparams" if not n_best else "the n-best")
       if n_best:
         hp = dataclasses.replace(hp, return_beams=True)
-      outputs, scores = self._translate_run(lines, hp)
+      outputs, scores = self._translate_run(lines, hp, prefixes)
       beams = hp.return_beams
     if not beams:
       return outputs, None
@@ -203,14 +206,52 @@ class ModelSource:
              for texts, line_scores in zip(outputs, scores)]
     return [texts[0] for texts in outputs], nbest if n_best else None
 
-  def _translate_export(self, lines):
+  def _uses_export(self, hp, n_best):
+    """Whether the export (not the run folder) translates for hp."""
+    return bool(self.saved_model_dir and hp == self._base_hparams() and
+                (not n_best or self._export_returns_beams()))
+
+  def check_prefixes(self, lines, overrides="", n_best=False, prefixes=None):
+    """Raises RequestError naming the first of `prefixes` (one per line of
+    `lines`) that cannot start its output, where the run folder translates
+    them (an export's search checks its own, in the graph): before the
+    request is batched with others.
+    """
+    if not prefixes or not any(p.strip() for p in prefixes):
+      return
+    hp = self.decode_hparams(overrides)
+    if self._uses_export(hp, n_best):
+      return
+    self._need_run("these decode hparams" if not n_best else "the n-best")
+    if n_best:
+      hp = dataclasses.replace(hp, return_beams=True)
+    decoder, _ = self._decoder(hp)
+    try:
+      decoder.prefix_ids(lines, prefixes)
+    except ValueError as error:
+      raise RequestError(f"target_prefixes: {error}") from None
+
+  def _translate_export(self, lines, prefixes=None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the sentencepiece ops)
     with self._lock:
       if self._saved_model is None:
         self._saved_model = tf.saved_model.load(self.saved_model_dir)
-      function = self._saved_model.signatures["serving_default"]
-    result = function(inputs=tf.constant(lines, tf.string))
+      signatures = self._saved_model.signatures
+    if prefixes is None:
+      result = signatures["serving_default"](
+          inputs=tf.constant(lines, tf.string))
+    else:
+      if PREFIX_SIGNATURE not in signatures:
+        raise RequestError("target_prefixes: this export has no "
+                           f"{PREFIX_SIGNATURE} signature; export it again")
+      try:
+        result = signatures[PREFIX_SIGNATURE](
+            inputs=tf.constant(lines, tf.string),
+            target_prefixes=tf.constant(prefixes, tf.string))
+      except tf.errors.InvalidArgumentError as error:
+        raise RequestError("target_prefixes: " +
+                           error.message.splitlines()[0]) from None
     outputs = result["outputs"].numpy().tolist()
     scores = result["scores"].numpy().tolist()
     if outputs and isinstance(outputs[0], list):
@@ -265,9 +306,13 @@ class ModelSource:
         self._decoders.popitem(last=False)
       return entry
 
-  def _translate_run(self, lines, hp):
+  def _translate_run(self, lines, hp, prefixes=None):
     decoder, postprocess = self._decoder(hp)
-    outputs, scores = decoder.decode_lines(lines, progress=False)
+    try:
+      outputs, scores = decoder.decode_lines(lines, progress=False,
+                                             prefixes=prefixes)
+    except ValueError as error:  # a prefix that cannot be, named
+      raise RequestError(f"target_prefixes: {error}") from None
     if postprocess is not None:
       def post(text, source):
         return postprocess(text, inputs=source) if source.strip() else text
@@ -277,24 +322,29 @@ class ModelSource:
 
   # ---- attention -------------------------------------------------------------
 
-  def attention(self, line, overrides=""):
+  def attention(self, line, overrides="", target_prefix=None):
     """Attention of `line` and the model's own output for it (decoded with
-    the decode hparams); an `Attention`.
+    the decode hparams and target prefix, as `translate` decodes it); an
+    `Attention`.
 
     Raises:
       RequestError: no run folder, bad decode hparams, or a blank line.
     """
-    from t2tlite import problem_decoding
-    from t2tlite.decode import attention_plots, machine
+    from t2tlite.decode import attention_plots
     self._need_run("attention maps")
     if not line.strip():
       raise RequestError("attention: the line is empty")
     hp = self.decode_hparams(overrides)
-    model, info, vocab, target_vocab = self._loaded_run()
-    constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                            target_vocab, hp)
-    maps = attention_plots.attention_maps(model, vocab, line, None,
-                                          machine.settle(hp), target_vocab,
-                                          constraint)
-    return Attention(maps["source"], maps["target"], maps["pieces"],
+    # The Decoder /api/translate runs for these hparams: the maps are those
+    # of the output it translates, teacher-forced on its ids.
+    decoder, postprocess = self._decoder(hp)
+    try:
+      maps = attention_plots.decoded_attention_maps(decoder, line,
+                                                    target_prefix)[0]
+    except ValueError as error:  # a prefix the request cannot have
+      raise RequestError(str(error)) from None
+    target = maps["target"]
+    if postprocess is not None:
+      target = postprocess(target, inputs=line)
+    return Attention(maps["source"], target, maps["pieces"],
                      maps["weights"])

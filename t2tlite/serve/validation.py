@@ -76,8 +76,9 @@ def _decode_hparams(data):
 
 
 def translate_request(data, limits):
-  """(lines, decode_hparams, n_best) of a translate request."""
-  _check_keys(data, ("lines", "decode_hparams", "n_best"))
+  """(lines, decode_hparams, n_best, target_prefixes: None or a str per
+  line) of a translate request."""
+  _check_keys(data, ("lines", "decode_hparams", "n_best", "target_prefixes"))
   lines = data.get("lines")
   if not isinstance(lines, list):
     raise BadRequest("lines: expected a list of strings, got "
@@ -92,18 +93,29 @@ def translate_request(data, limits):
   if not isinstance(n_best, bool):
     raise BadRequest(f"n_best: expected true or false, got "
                      f"{type(n_best).__name__}")
-  return lines, _decode_hparams(data), n_best
+  prefixes = data.get("target_prefixes")
+  if prefixes is not None:
+    if not isinstance(prefixes, list) or len(prefixes) != len(lines):
+      raise BadRequest(f"target_prefixes: expected a list of {len(lines)} "
+                       "strings, one per line (\"\" for none)")
+    prefixes = [_line(v, f"target_prefixes[{i}]", limits)
+                for i, v in enumerate(prefixes)]
+  return lines, _decode_hparams(data), n_best, prefixes
 
 
 def attention_request(data, limits):
-  """(line, decode_hparams) of an attention request."""
-  _check_keys(data, ("line", "decode_hparams"))
+  """(line, decode_hparams, target_prefix or None) of an attention
+  request."""
+  _check_keys(data, ("line", "decode_hparams", "target_prefix"))
   if "line" not in data:
     raise BadRequest("line: missing; expected the sentence to show")
   line = _line(data["line"], "line", limits)
   if not line.strip():
     raise BadRequest("line: empty; expected a sentence")
-  return line, _decode_hparams(data)
+  prefix = data.get("target_prefix")
+  if prefix is not None:
+    prefix = _line(prefix, "target_prefix", limits)
+  return line, _decode_hparams(data), prefix
 
 
 def check_beam_size(hp, limits):

@@ -16,7 +16,7 @@ import tensorflow as tf
 from t2tlite import run_dir
 from t2tlite.data.vocab import EOS_ID, Vocabulary
 from t2tlite.decode.decoding import encode_inputs
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.export import ctranslate2 as ct2_export
 
 from run_folder import TINY, make_run_folder, multi30k_lines, needs_multi30k
@@ -57,17 +57,23 @@ SETTINGS = {"plain": ({}, {}),
                 dict(min_decoding_length=4, no_repeat_ngram_size=2))}
 
 
-@pytest.mark.parametrize("setting", sorted(SETTINGS))
-def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
+def _ctranslate2_of(path):
+  """(source and target SentencePieceProcessors, float32 Translator) of the
+  CTranslate2 export at `path`."""
   import sentencepiece as spm
-  ours, theirs = SETTINGS[setting]
-  model, vocab, path = exported
   source = spm.SentencePieceProcessor(
       model_file=os.path.join(path, ct2_export.SOURCE_SPM))
   target = spm.SentencePieceProcessor(
       model_file=os.path.join(path, ct2_export.TARGET_SPM))
-  translator = ctranslate2.Translator(path, device="cpu",
-                                      compute_type="float32")
+  return source, target, ctranslate2.Translator(path, device="cpu",
+                                                compute_type="float32")
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
+  ours, theirs = SETTINGS[setting]
+  model, vocab, path = exported
+  source, target, translator = _ctranslate2_of(path)
   search = tf.function(
       lambda ids: decode_ids(model, ids, beam_size=1,
                              extra_length=EXTRA_LENGTH, **ours),
@@ -114,3 +120,29 @@ def test_unsupported_models_are_refused_with_one_line(tmp_path):
   os.makedirs(os.path.join(folder, "ctranslate2"))
   with pytest.raises(ValueError, match="export_dir=.*/ctranslate2 exists"):
     ct2_export.export_ctranslate2(folder)
+
+
+def test_ctranslate2_greedy_search_with_a_target_prefix_equals_t2tlite(
+    exported):
+  """decode/prefix.py against CTranslate2's target_prefix: the same output
+  after the same forced start."""
+  model, vocab, path = exported
+  source, target, translator = _ctranslate2_of(path)
+  search = tf.function(
+      lambda ids, prefix: decode_ids(model, ids, target_prefix=prefix,
+                                     beam_size=1, extra_length=EXTRA_LENGTH),
+      input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+  prefix_pieces = target.encode("Ein Mann", out_type=str)
+  prefix = [target.piece_to_id(p) for p in prefix_pieces]
+  for line in multi30k_lines("en", 4):
+    result = search(encode_inputs(vocab, tf.constant([line])),
+                    tf.constant([prefix]))
+    ids = result["outputs"][0].numpy().tolist()
+    ids = ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids
+    assert ids[:len(prefix)] == prefix
+    tokens = source.encode(line, out_type=str)
+    (ct2,) = translator.translate_batch(
+        [tokens], target_prefix=[prefix_pieces], beam_size=1,
+        length_penalty=0, max_decoding_length=len(tokens) + 1 + EXTRA_LENGTH,
+        suppress_sequences=[["<pad>"]])
+    assert [target.piece_to_id(p) for p in ct2.hypotheses[0]] == ids

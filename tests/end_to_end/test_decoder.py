@@ -252,3 +252,27 @@ def test_ensemble_members_must_share_problem_and_vocabulary(trained,
   with pytest.raises(ValueError, match=r"the vocabulary of .*resized/ckpt-1 "
                      r"\(.*\) differs from that of"):
     load_models(folder, [folder, resized])
+
+
+@pytest.mark.timeout(240)
+def test_t2t_decoder_target_prefix_file(trained, tmp_path):
+  folder, _, _ = trained
+  lines = ["A dog runs.", "", "Two men sit on a bench.", "A cat."]
+  prefixes = ["Ein Hund", "", "", "Zwei"]
+  source, prefix_file = tmp_path / "in.en", tmp_path / "prefix.de"
+  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+  prefix_file.write_text("\n".join(prefixes) + "\n", encoding="utf-8")
+  decode = "--decode_hparams=sampling_temperature=0.7,sampling_seed=2"
+  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
+                    f"--target_prefix_file={prefix_file}", decode)
+  assert run.returncode == 0, run.stderr
+  outputs = run.stdout.splitlines()
+  assert outputs[0].startswith("Ein Hund") and outputs[1] == ""
+  assert outputs[3].startswith("Zwei")
+  # One prefix a line, or a one-line error naming the flag.
+  prefix_file.write_text("Ein Hund\n", encoding="utf-8")
+  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
+                    f"--target_prefix_file={prefix_file}")
+  assert run.returncode != 0
+  assert (f"--target_prefix_file={prefix_file}: 1 lines, expected one per "
+          "--decode_from_file line (4)") in run.stderr

@@ -120,17 +120,22 @@ def test_check_serving_ops_rejects_py_function(tmp_path):
     exporter.check_serving_ops(str(tmp_path))
 
 
-def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE):
+def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE,
+                            prefixes=None):
   """(fresh_export_client.py's result on sample_lines() given to the export
   `path` as text and as ids, and the in-process Decoder's (outputs, scores)
   of `model` with decode hparams `decode` on them, computed while the client
-  loads)."""
+  loads; with `prefixes`, one per line, also the Decoder's outputs with
+  them, third)."""
   lines = sample_lines()
   encoded = [vocab.encode_text(line) for line in lines]
   width = max(len(ids) for ids in encoded)
   ids = [row + [0] * (width - len(row)) for row in encoded]
   request, result_path = tmp_path / "request.json", tmp_path / "result.json"
-  request.write_text(json.dumps({"lines": lines, "ids": ids}))
+  asked = {"lines": lines, "ids": ids}
+  if prefixes is not None:
+    asked["prefixes"] = prefixes
+  request.write_text(json.dumps(asked))
   client = subprocess.Popen(
       [sys.executable, os.path.join(SUPPORT, "fresh_export_client.py"), path,
        str(request), str(result_path)], stdout=subprocess.PIPE,
@@ -138,6 +143,9 @@ def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE):
   try:
     decoder = Decoder(model, vocab, settle(DecodeHParams.parse(decode)))
     expected = decoder.decode_lines(lines, progress=False)
+    if prefixes is not None:
+      expected = (*expected, decoder.decode_lines(lines, progress=False,
+                                                  prefixes=prefixes)[0])
     run = _completed(client, timeout=200)
   finally:
     if client.poll() is None:
@@ -153,8 +161,16 @@ def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE):
 def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
                                                                tmp_path):
   _, model, vocab, path = exported
-  result, (expected, expected_scores) = decoded_by_fresh_client(
-      path, model, vocab, tmp_path)
+  prefixes = ["Ein Hund", "", "Zwei", "", "", "Ein Mann mit"]
+  result, (expected, expected_scores, prefixed) = decoded_by_fresh_client(
+      path, model, vocab, tmp_path, prefixes=prefixes)
+  # Target prefixes (translate_with_prefix): each non-blank line's output
+  # starts with its prefix, as the Decoder's; blank lines stay empty.
+  assert result["prefixed"]["outputs"] == prefixed
+  for line, prefix, output in zip(sample_lines(), prefixes, prefixed):
+    assert output.startswith(prefix) if line.strip() else output == ""
+  assert "target prefix longer than its output may hold" in (
+      result["too_long_prefix"])
 
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)

@@ -178,6 +178,41 @@ def test_answers_under_load_equal_answers_alone(server, lines, alone):
   assert batches < 25  # some batches held lines of several requests
 
 
+@pytest.mark.timeout(300)
+def test_lines_with_target_prefixes_batch_each_with_its_own(server, lines):
+  """Requests with and without target prefixes share batches (the export's
+  translate_with_prefix signature): each answer is the one it gets alone;
+  a prefix the vocabulary cannot encode fails only its own request."""
+  url = server[0]
+  # 7 requests and the bad one: at most --max_queued_lines=8 wait.
+  prefixes = ["Ein Hund", "", "Zwei", "", "Ein Hund", "", "Zwei"]
+  picked = lines[1:8]
+
+  def send(i):
+    if i == len(picked):  # a bad prefix among them
+      return _translate(url, [picked[0]], target_prefixes=["\u65e5\u672c"])
+    return _translate(url, [picked[i]], target_prefixes=[prefixes[i]])
+
+  alone = []
+  for i in range(len(picked)):
+    status, _, answer = send(i)
+    assert status == 200, answer
+    alone.append(answer["translations"][0])
+    assert alone[-1].startswith(prefixes[i]), (prefixes[i], alone[-1])
+  before = _metrics(url)
+  answers = _in_threads(len(picked) + 1, send)
+  for i, (status, _, answer) in enumerate(answers[:-1]):
+    assert status == 200, answer
+    assert answer["translations"] == [alone[i]], (picked[i], prefixes[i])
+  status, _, answer = answers[-1]
+  assert status == 400, answer
+  assert answer["error"].startswith("target_prefixes: "), answer
+  after = _metrics(url)
+  batches = (after[("t2t_serve_batch_lines_count", ())] -
+             before[("t2t_serve_batch_lines_count", ())])
+  assert batches < len(picked) + 1  # some batches held several requests
+
+
 def _send_and_hold(port, lines):
   """A socket that has sent a whole translate request, still open."""
   body = json.dumps({"lines": lines, "decode_hparams": "beam_size=3"})

@@ -193,9 +193,10 @@ def test_attention_labels_come_from_each_vocabulary(parsing_run):
   model, info, _ = run_dir.load_trained_model(str(output_dir))
   words = Vocabulary.from_file(info.vocab_file)
   targets = Vocabulary.from_file(info.target_vocab_file)
+  target = "(S (NP NNP NNP )NP VBZ . )S"
   maps = attention_plots.attention_maps(
-      model, words, "Pierre Vinken sleeps .", "(S (NP NNP NNP )NP VBZ . )S",
-      target_vocab=targets)
+      model, words, "Pierre Vinken sleeps .", targets.encode_text(target),
+      target, target_vocab=targets)
   pieces = maps["pieces"]
   assert pieces["target"] == ["\u2581(S", "\u2581(NP", "\u2581NNP",
                               "\u2581NNP", "\u2581)NP", "\u2581VBZ",

@@ -3,10 +3,12 @@ imports only tensorflow and tensorflow_text, never t2tlite.
 
     python fresh_export_client.py SAVED_MODEL_DIR REQUEST.json RESULT.json
 
-REQUEST.json: {"lines": [str], "ids": [[int]]}. RESULT.json holds the text
-and id signatures' results on them, the text signature's on each line
-alone, and the results on hostile inputs
-(empty batch, empty and very long strings, invalid UTF-8, bad ids).
+REQUEST.json: {"lines": [str], "ids": [[int]]} (and optionally
+"prefixes": [str], one per line). RESULT.json holds the text and id
+signatures' results on them, the text signature's on each line alone, the
+translate_with_prefix signature's on the lines and prefixes, and the
+results on hostile inputs (empty batch, empty and very long strings,
+invalid UTF-8, bad ids, a prefix too long).
 """
 import json
 import sys
@@ -52,6 +54,17 @@ def main(saved_model_dir, request_path, result_path):
       "t2tlite_imported": any(m.split(".")[0] == "t2tlite"
                               for m in sys.modules),
   }
+  if "prefixes" in request:
+    prefixed = model.signatures["translate_with_prefix"]
+    result["prefixed"] = _text(prefixed(
+        inputs=tf.constant(request["lines"]),
+        target_prefixes=tf.constant(request["prefixes"])))
+    try:
+      prefixed(inputs=tf.constant(["A dog runs."]),
+               target_prefixes=tf.constant([" ".join(["Hund"] * 60)]))
+      result["too_long_prefix"] = "no error"
+    except tf.errors.InvalidArgumentError as error:
+      result["too_long_prefix"] = error.message
   with open(result_path, "w", encoding="utf-8") as f:
     json.dump(result, f)
 

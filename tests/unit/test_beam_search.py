@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.beam_search import (_without_repeats, beam_search,
-                                        greedy_search)
+from search_calls import beam_search, greedy_search
+from t2tlite.decode.step_rules import without_repeats as _without_repeats
 from t2tlite.decode import machine
 from t2tlite.decode import search as search_module
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
 from t2tlite.layers.search_weights import LaidOutKernel

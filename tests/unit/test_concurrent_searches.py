@@ -11,7 +11,8 @@ import tensorflow as tf
 from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import searches_for, threads_per_search
-from t2tlite.decode.search import decode_ids, row_parts, search_with_hparams
+from decode_helpers import decode_ids
+from t2tlite.decode.search import row_parts, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams

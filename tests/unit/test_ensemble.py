@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.decode.ensemble import Ensemble
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model

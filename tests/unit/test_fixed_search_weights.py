@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.search import decode_ids, fixed_search_weights
+from decode_helpers import decode_ids
+from t2tlite.decode.search import fixed_search_weights
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from t2tlite import hardware
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
 from t2tlite.layers.search_weights import Int8Kernel, Int8WeightsFirstKernel

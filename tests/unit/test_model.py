@@ -324,7 +324,7 @@ def test_separate_target_vocabulary():
   """vocab 40 for the encoder, 13 for the decoder input and the tied
   pre-softmax projection."""
   from t2tlite import run_dir
-  from t2tlite.decode.search import decode_ids
+  from decode_helpers import decode_ids
   keras.utils.set_random_seed(1)
   hp = t2tlite.create_hparams("transformer_tiny",
                               "num_layers=1,norm_position=pre,"

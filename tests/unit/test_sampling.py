@@ -7,18 +7,24 @@ import pytest
 import tensorflow as tf
 
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
-from t2tlite.decode.sampling import Sampler, sample_tokens
+from t2tlite.decode.sampling import sample_tokens
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
                       [3, 4, EOS_ID, 0, 0, 0, 0],
                       [8, 8, 30, 31, 32, 17, EOS_ID]])
 
 
+def Sampler(temperature, top_k=0, top_p=1.0, seed=0, num_samples=1):
+  """Sampling decode hparams."""
+  return {"sampling_temperature": temperature, "top_k": top_k,
+          "top_p": top_p, "sampling_seed": seed, "num_samples": num_samples}
+
+
 def decode(model, inputs=INPUTS, sampler=None, **kwargs):
   result = decode_ids(model, inputs, beam_size=1, extra_length=6,
-                      sampler=sampler, **kwargs)
+                      **(sampler or {}), **kwargs)
   return result["outputs"].numpy(), result["scores"].numpy()
 
 

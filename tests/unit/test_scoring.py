@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode.beam_search import length_penalty
-from t2tlite.decode.search import decode_ids
+from decode_helpers import decode_ids
 from t2tlite.decode.scoring import Scorer, token_log_probs
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],

@@ -24,11 +24,13 @@ def test_parse_body_rejects(body, message):
 def test_translate_request_reads_the_fields():
   data = validation.parse_body(json.dumps(
       {"lines": ["A dog.", ""], "decode_hparams": "beam_size=2",
-       "n_best": True}).encode())
+       "n_best": True, "target_prefixes": ["Ein", ""]}).encode())
   assert validation.translate_request(data, LIMITS) == (
-      ["A dog.", ""], "beam_size=2", True)
+      ["A dog.", ""], "beam_size=2", True, ["Ein", ""])
   assert validation.translate_request({"lines": ["x"]}, LIMITS) == (
-      ["x"], "", False)
+      ["x"], "", False, None)
+  assert validation.attention_request(
+      {"line": "x", "target_prefix": "Ein"}, LIMITS) == ("x", "", "Ein")
 
 
 @pytest.mark.parametrize("data, message", [
@@ -41,6 +43,10 @@ def test_translate_request_reads_the_fields():
     ({"lines": ["a"], "decode_hparams": ["beam_size=2"]},
      "decode_hparams: expected a string"),
     ({"lines": ["a"], "line": "b"}, "unknown field 'line'"),
+    ({"lines": ["a"], "target_prefixes": "Ein"},
+     "target_prefixes: expected a list of 1 strings"),
+    ({"lines": ["a"], "target_prefixes": [3]},
+     r"target_prefixes\[0\]: expected a string"),
 ])
 def test_translate_request_rejects(data, message):
   with pytest.raises(validation.BadRequest, match=message):

@@ -10,10 +10,11 @@ from t2tlite.data import trees
 from t2tlite.data.tree_graph import bracketed_trees
 from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
-from t2tlite.decode.beam_search import (IMPOSSIBLE_LOG_PROB, beam_search,
-                                        greedy_search)
-from t2tlite.decode.search import decode_ids
-from t2tlite.decode.sampling import Sampler
+from search_calls import beam_search, greedy_search
+from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB
+from decode_helpers import decode_ids
+from t2tlite.decode import sampling
+from t2tlite.decode.strategy import Sample
 from t2tlite.decode.tree_constraint import (CLOSE, END, OPEN, OTHER, TAG,
                                             TreeConstraint, classify_targets,
                                             word_starts)
@@ -109,15 +110,16 @@ def test_sampled_outputs_are_trees(top_p):
   inputs, words = random_inputs(np.random.default_rng(5), batch=6,
                                 max_len=10)
   constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES)
-  sampler = Sampler(temperature=2.0, top_p=top_p, seed=4, num_samples=3)
-  rows, keys = sampler.expand(inputs)
+  sample = Sample(temperature=2.0, top_k=0, top_p=top_p, seed=4,
+                  num_samples=3)
+  rows, keys = sampling.expand(sample, inputs)
   limits = tf.repeat(tf.constant(words) + 10, 3)
   step, cache = constraints.constrain(
       random_step(len(TARGET_PIECES), 4), {"rows": tf.zeros([18, 1])},
       constraint, rows, limits)
   outputs, scores = greedy_search(step, cache, int(tf.reduce_max(limits)),
                                   max_lengths=limits,
-                                  pick=sampler.pick_for(keys))
+                                  pick=sampling.pick_for(sample, keys))
   check_trees(outputs, np.repeat(words, 3))
   assert np.all(scores.numpy() > IMPOSSIBLE_LOG_PROB / 2)
   assert len({tuple(row) for row in outputs.numpy()}) > 6, "samples differ"

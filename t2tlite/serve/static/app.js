@@ -86,8 +86,11 @@ async function translate(event) {
   $("translate").disabled = true;
   document.body.dataset.state = "translating";
   try {
-    const data = await api("/api/translate", {
-      lines, decode_hparams: $("decode-hparams").value, n_best: $("n-best").checked});
+    const request = {
+      lines, decode_hparams: $("decode-hparams").value, n_best: $("n-best").checked};
+    const prefix = $("target-prefix").value;
+    if (prefix.trim()) request.target_prefixes = lines.map(() => prefix);
+    const data = await api("/api/translate", request);
     renderResults(lines, data);
     document.body.dataset.state = "translated";
   } catch (e) {
@@ -233,8 +236,10 @@ async function showAttention(line, item) {
   showError("");
   document.body.dataset.state = "attending";
   try {
-    const data = await api("/api/attention", {
-      line, decode_hparams: $("decode-hparams").value});
+    const request = {line, decode_hparams: $("decode-hparams").value};
+    const prefix = $("target-prefix").value;
+    if (prefix.trim()) request.target_prefix = prefix;
+    const data = await api("/api/attention", request);
     $("attention-title").textContent = `${data.source} \u2192 ${data.target}`;
     renderAttention(data);
     $("attention-panel").hidden = false;

@@ -1,0 +1,145 @@
+"""The attention shown for a line is that of the output translated for it:
+/api/attention's target equals /api/translate's for the same line and
+decode hparams (the app in-process over a real run folder), for sampling,
+greedy and beam search; and an ensemble's maps are each member's,
+teacher-forced on the ensemble's output."""
+import json
+
+import pytest
+
+from t2tlite import run_dir
+from t2tlite.data.vocab import Vocabulary
+from t2tlite.decode import attention_plots, decoding, machine
+from t2tlite.decode.ensemble import Ensemble
+from t2tlite.decode.settings import DecodeHParams
+from t2tlite.serve import app as app_lib
+from t2tlite.serve import validation
+from t2tlite.serve.model_source import ModelSource, RequestError
+
+from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+
+pytestmark = needs_multi30k
+
+STRATEGIES = ["sampling_temperature=3.0,sampling_seed=7",
+              "beam_size=1", "beam_size=3,alpha=0.6"]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+  """Two run folders of one vocabulary: an untrained transformer_tiny each
+  (seeds 3 and 4), whose flat distributions make samples differ from
+  searched outputs."""
+  root = tmp_path_factory.mktemp("runs")
+  paths = [str(root / "a"), str(root / "b")]
+  make_run_folder(paths[0], seed=3)
+  make_run_folder(paths[1], seed=4)
+  return paths
+
+
+@pytest.fixture(scope="module")
+def source(folders):
+  return ModelSource.open(folders[0])
+
+
+@pytest.fixture(scope="module")
+def client(source):
+  app = app_lib.make_app(source, validation.Limits())
+  return app.test_client()
+
+
+def _post(client, path, request):
+  answer = client.post(path, data=json.dumps(request),
+                       content_type="application/json")
+  assert answer.status_code == 200, answer.get_json()
+  return answer.get_json()
+
+
+@pytest.mark.parametrize("overrides", STRATEGIES)
+def test_api_attention_shows_the_translated_output(client, overrides):
+  line = multi30k_lines("en", 1)[0]
+  request = {"decode_hparams": overrides + ",extra_length=6"}
+  translated = _post(client, "/api/translate",
+                     dict(request, lines=[line]))["translations"][0]
+  shown = _post(client, "/api/attention", dict(request, line=line))
+  assert shown["target"] == translated
+  assert len(shown["pieces"]["target"]) == len(
+      shown["attention"]["encdec"][0][0])
+
+
+def test_sampled_attention_is_not_that_of_the_greedy_output(client):
+  """The check above can fail: at temperature 3 the untrained model's
+  sampled output is not its greedy one."""
+  line = multi30k_lines("en", 1)[0]
+  sampled, greedy = (
+      _post(client, "/api/attention",
+            {"line": line, "decode_hparams": hp + ",extra_length=6"})
+      for hp in STRATEGIES[:2])
+  assert sampled["target"] != greedy["target"]
+
+
+@pytest.mark.parametrize("overrides", STRATEGIES)
+def test_each_ensemble_member_is_teacher_forced_on_its_output(folders,
+                                                              overrides):
+  models, info, _ = run_dir.load_models(folders[0], folders)
+  vocab = Vocabulary.from_file(info.vocab_file)
+  decoder = decoding.Decoder(Ensemble(models), vocab, machine.settle(
+      DecodeHParams.parse(overrides + ",extra_length=6")))
+  line = multi30k_lines("en", 2)[1]
+  outputs, _, ids = decoder.decode_batch([line], with_ids=True)
+  maps = attention_plots.decoded_attention_maps(decoder, line)
+  assert len(maps) == 2
+  for member, member_maps in zip(models, maps):
+    assert member_maps["target"] == outputs[0]
+    assert len(member_maps["pieces"]["target"]) == len(ids[0])
+    alone = attention_plots.attention_maps(member, vocab, line, ids[0])
+    for kind in ("encoder", "decoder_self", "encdec"):
+      for got, want in zip(member_maps["weights"][kind],
+                           alone["weights"][kind]):
+        assert (got == want).all()
+  # Members differ, so their maps do.
+  assert (maps[0]["weights"]["encdec"][0] !=
+          maps[1]["weights"]["encdec"][0]).any()
+
+
+def test_api_target_prefixes_start_the_translations(client):
+  lines = multi30k_lines("en", 2)
+  request = {"lines": lines, "target_prefixes": ["Ein Hund", ""],
+             "decode_hparams": "beam_size=2,extra_length=6"}
+  translations = _post(client, "/api/translate", request)["translations"]
+  assert translations[0].startswith("Ein Hund")
+  plain = _post(client, "/api/translate",
+                dict(request, target_prefixes=None))["translations"]
+  assert translations[1] == plain[1]
+  shown = _post(client, "/api/attention", {
+      "line": lines[0], "target_prefix": "Ein Hund",
+      "decode_hparams": request["decode_hparams"]})
+  assert shown["target"] == translations[0]
+  # Bad prefixes: 400 with one line naming them; the app goes on.
+  for prefixes, message in (
+      (["Hund " * 80, ""], "target prefix 1 holds"),
+      (["\u65e5\u672c", ""], "cannot encode"),
+      (["Ein"], "target_prefixes: expected a list of 2 strings")):
+    answer = client.post("/api/translate", data=json.dumps(
+        dict(request, target_prefixes=prefixes)),
+        content_type="application/json")
+    assert answer.status_code == 400, answer.get_json()
+    assert message in answer.get_json()["error"]
+
+
+def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):
+  """The batcher's decode of lines of several requests, one prefix bad:
+  the others get what they get alone, the bad one its own error."""
+  overrides = "beam_size=2,extra_length=6"
+  key = app_lib.TranslateKey(source.decode_hparams(overrides), False,
+                             overrides)
+  translate = app_lib.batch_translator(source)
+  lines = multi30k_lines("en", 3)
+  good = [app_lib.TranslateLine(lines[0], "Ein Hund"),
+          app_lib.TranslateLine(lines[2], "")]
+  bad = app_lib.TranslateLine(lines[1], "\u65e5\u672c")
+  results = translate(key, [good[0], bad, good[1]])
+  assert isinstance(results[1], RequestError)
+  assert "cannot encode" in str(results[1])
+  assert [results[0], results[2]] == [translate(key, [item])[0]
+                                      for item in good]
+  assert results[0][0].startswith("Ein Hund")

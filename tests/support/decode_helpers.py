@@ -1,0 +1,24 @@
+"""Decoding in tests: `search.decode` with its plan built from decode
+hparams given as keyword arguments (`DecodeHParams` fields: their
+defaults are the only ones), settled (`machine.settle`), one search unless
+concurrent_searches says.
+
+    result = decode_ids(model, inputs, beam_size=2, extra_length=5)
+"""
+from t2tlite.decode import machine, search
+from t2tlite.decode.settings import DecodeHParams
+from t2tlite.decode.strategy import DecodePlan
+
+
+def plan_of(**hparams):
+  """The DecodePlan of DecodeHParams(**hparams) settled, concurrent_searches
+  1 by default."""
+  hparams.setdefault("concurrent_searches", 1)
+  return DecodePlan.from_settled(machine.settle(DecodeHParams(**hparams)))
+
+
+def decode_ids(model, inputs, constraint=None, search_weights=None,
+               target_prefix=None, static_shapes=False, **hparams):
+  """`search.decode(model, inputs, plan_of(**hparams), ...)`."""
+  return search.decode(model, inputs, plan_of(**hparams), constraint,
+                       search_weights, target_prefix, static_shapes)

@@ -1,0 +1,77 @@
+"""Target prefixes (`t2tlite.decode.prefix`): every output starts with its
+row's prefix, in greedy search, beam search (every beam), sampling,
+concurrent searches and ensembles; rows without one decode as they would
+alone; past the prefix the search goes on as from that prefix; prefixes
+longer than their limit fail with one line (a prefix the vocabulary cannot
+encode: tests/end_to_end/test_attention_of_output.py, on a real
+vocabulary)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from decode_helpers import decode_ids
+from t2tlite.data.vocab import EOS_ID
+from t2tlite.decode import prefix as prefix_lib
+from t2tlite.decode.ensemble import Ensemble
+
+INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
+                      [3, 4, EOS_ID, 0, 0, 0, 0],
+                      [8, 8, 30, 31, 32, 17, EOS_ID]])
+PREFIXES = tf.constant([[7, 7, 3], [0, 0, 0], [25, 0, 0]])
+SEARCHES = {
+    "greedy": dict(beam_size=1),
+    "beam": dict(beam_size=3, return_beams=True),
+    "sampling": dict(sampling_temperature=1.5, sampling_seed=3,
+                     num_samples=2),
+    "two_searches": dict(beam_size=2, concurrent_searches=2),
+}
+
+
+def _starts(outputs, prefixes=PREFIXES):
+  outputs = outputs.numpy()
+  for row, prefix in zip(outputs, prefixes.numpy().tolist()):
+    prefix = [t for t in prefix if t]
+    for output in row.reshape(-1, row.shape[-1]):
+      assert output[:len(prefix)].tolist() == prefix
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_every_output_starts_with_its_prefix(tiny_model, search):
+  hp = dict(SEARCHES[search], extra_length=6)
+  result = decode_ids(tiny_model, INPUTS, target_prefix=PREFIXES, **hp)
+  _starts(result["outputs"])
+  # A row without a prefix decodes as without any.
+  plain = decode_ids(tiny_model, INPUTS, **hp)
+  np.testing.assert_array_equal(result["outputs"][1], plain["outputs"][1])
+  np.testing.assert_allclose(result["scores"][1], plain["scores"][1],
+                             rtol=1e-6)
+
+
+def test_an_ensemble_starts_with_the_prefix(tiny_model):
+  result = decode_ids(Ensemble([tiny_model, tiny_model]), INPUTS,
+                      target_prefix=PREFIXES, beam_size=2, extra_length=6)
+  _starts(result["outputs"])
+
+
+def test_greedy_goes_on_as_from_the_prefix(tiny_model):
+  """A greedy output's own first tokens as its prefix give it back, with
+  its score (the prefix scored with the model's log-probabilities)."""
+  greedy = decode_ids(tiny_model, INPUTS, beam_size=1, extra_length=6)
+  own = greedy["outputs"][:, :2]
+  again = decode_ids(tiny_model, INPUTS, target_prefix=own, beam_size=1,
+                     extra_length=6)
+  np.testing.assert_array_equal(again["outputs"], greedy["outputs"])
+  np.testing.assert_allclose(again["scores"], greedy["scores"], rtol=1e-5)
+
+
+def test_a_prefix_longer_than_the_limit_fails(tiny_model):
+  # Row 2 may hold 3 + 2 tokens.
+  long = tf.constant([[0] * 6, [3] * 6, [0] * 6])
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match="target prefix longer than its output may hold"):
+    decode_ids(tiny_model, INPUTS, target_prefix=long, beam_size=1,
+               extra_length=2)
+  with pytest.raises(ValueError, match=r"target prefix 2 holds 6 tokens, "
+                     r"more than its output may hold \(5"):
+    prefix_lib.check_prefixes([[], [3] * 6], [9, 5])
+
