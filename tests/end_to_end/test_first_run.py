@@ -23,9 +23,9 @@ import train_helpers
 QUICK_START = ["--problem=algorithmic_reverse",
                "--hparams_set=transformer_tiny_quick", "--generate_data",
                "--local_eval_frequency=0"]
-SHORTER = ["--train_minutes=1",
-           "--hparams=warmup_steps=20,learning_rate_cooldown_steps=40",
-           "--eval_decode_samples=200"]
+SHORTER = ["--train_minutes=0.5",
+           "--hparams=warmup_steps=10,learning_rate_cooldown_steps=20",
+           "--eval_decode_samples=100"]
 MAX_LINES = 30  # the whole quick start's stderr, trainer and decoder
 # absl's prefix: "I1127 12:35:15.533802 139629780781952 precision.py:250]".
 THREAD_ID = re.compile(r"(?<![\d.])\d{9,}(?![\d.])")
@@ -69,7 +69,7 @@ def test_quick_start_log_is_short_and_readable(quick_start):
     # time, level when not INFO, component
     assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
   text = "\n".join(lines)
-  assert re.search(r" budget: Planned \d+ steps for --train_minutes=1",
+  assert re.search(r" budget: Planned \d+ steps for --train_minutes=0.5",
                    text)
   assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
                    r"(as planned,|final plan) \d+ steps", text), text
