@@ -323,6 +323,19 @@ def check_same_problem_and_vocab(members):
             f"of {first_path} ({a}); an ensemble needs one vocabulary")
 
 
+def resolve_members(output_dir, paths):
+  """[(RunInfo, checkpoint)] of an ensemble's members (`load_models`'
+  arguments), checked before any loads.
+
+  Raises:
+    FileNotFoundError: a member without a checkpoint.
+    ValueError: members of different problems or vocabularies.
+  """
+  members = [_resolve_member(output_dir, path) for path in paths]
+  check_same_problem_and_vocab(members)
+  return members
+
+
 def load_models(output_dir, paths, dtype=None):
   """Loads the members of an ensemble (`decode.ensemble.Ensemble`).
 
@@ -337,11 +350,35 @@ def load_models(output_dir, paths, dtype=None):
     FileNotFoundError: a member without a checkpoint.
     ValueError: members of different problems or vocabularies.
   """
-  members = [_resolve_member(output_dir, path) for path in paths]
-  check_same_problem_and_vocab(members)
+  members = resolve_members(output_dir, paths)
   models = []
   for info, checkpoint in members:
     model = build_run_model(info, dtype=dtype)
     make_checkpoint(model).restore(checkpoint).expect_partial()
     models.append(model)
   return models, members[0][0], [checkpoint for _, checkpoint in members]
+
+
+def split_ensemble(value, flag):
+  """The members a comma-separated `value` of flag `flag` names (user
+  paths expanded), or None when it names one model.
+
+  Raises:
+    ValueError: an empty name between commas.
+  """
+  value = value or ""
+  if "," not in value:
+    return None
+  paths = [os.path.expanduser(p.strip()) for p in value.split(",")]
+  if not all(paths):
+    raise ValueError(f"--{flag}={value}: an empty name between commas "
+                     "(expected A,B,... checkpoints or run folders)")
+  return paths
+
+
+def load_ensemble(output_dir, paths, dtype=None):
+  """`load_models` as one model: (decode.ensemble.Ensemble, the first
+  member's RunInfo, its checkpoints joined by commas)."""
+  from t2tlite.decode import ensemble
+  models, info, checkpoints = load_models(output_dir, paths, dtype=dtype)
+  return ensemble.Ensemble(models), info, ",".join(checkpoints)

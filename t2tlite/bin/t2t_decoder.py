@@ -135,23 +135,14 @@ def _load(settled):
 
 def _ensemble_paths():
   """The members named by a comma-separated --checkpoint_path, or None."""
-  value = FLAGS.checkpoint_path or ""
-  if "," not in value:
-    return None
-  paths = [os.path.expanduser(p.strip()) for p in value.split(",")]
-  if not all(paths):
-    raise ValueError(f"--checkpoint_path={value}: an empty name between "
-                     "commas (expected A,B,... checkpoints or run folders)")
-  return paths
+  return run_dir.split_ensemble(FLAGS.checkpoint_path, "checkpoint_path")
 
 
 def _load_ensemble(dtype):
   """run_flags.load_trained for an ensemble: (Ensemble, the first member's
   RunInfo, its checkpoints joined by commas)."""
-  from t2tlite.decode import ensemble
-  models, info, paths = run_dir.load_models(
-      FLAGS.output_dir, _ensemble_paths(), dtype=dtype)
-  return ensemble.Ensemble(models), info, ",".join(paths)
+  return run_dir.load_ensemble(FLAGS.output_dir, _ensemble_paths(),
+                               dtype=dtype)
 
 
 def _read_input():
