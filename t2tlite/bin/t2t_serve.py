@@ -9,6 +9,9 @@ versions: the highest is served) or a run folder (t2t-trainer's
 --output_dir). Translations with the export's decode hparams come from the
 SavedModel; other decode hparams, the n-best and attention maps come from
 the run folder the export was made from (see docs/web.md).
+--model=A,B,... serves an ensemble of run folders or checkpoints of runs
+sharing a vocabulary (as t2t-decoder's --checkpoint_path), decoding from
+the first one's run folder; its attention has one set of maps per member.
 
 The API (JSON over HTTP; errors are {"error": "..."} with a 4xx status):
 
@@ -43,7 +46,8 @@ from t2tlite.bin import common_flags, console, lazy
 machine = lazy.module("t2tlite.decode.machine")
 
 flags.DEFINE_string("model", None, "An export (version folder, or the folder "
-                    "of versions) or a run folder.")
+                    "of versions), a run folder, or A,B,...: an ensemble "
+                    "of run folders or checkpoints sharing a vocabulary.")
 flags.DEFINE_string("host", "127.0.0.1", "Address to listen on (0.0.0.0: "
                     "every interface; the server has no authentication).")
 flags.DEFINE_integer("port", 8080, "TCP port (0: any free port, printed).")

@@ -12,7 +12,9 @@
                            -> {"source", "target", "pieces": {"source",
                            "target", "decoder_input"}, "attention":
                            {"encoder", "decoder_self", "encdec": [layer]
-                           [head][query][key]}}
+                           [head][query][key]}} (+ for an ensemble
+                           "members": per member {"attention": ...},
+                           "attention" being the first's)
     GET  /healthz          200 while the process answers
     GET  /readyz           200 when the model is warmed up; 503 while
                            warming up or draining
@@ -245,10 +247,16 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
     line, overrides, prefix = checks.attention_request(body(), limits)
     checks.check_beam_size(source.decode_hparams(overrides), limits)
     maps = computing(lambda: source.attention(line, overrides, prefix))
-    return flask.jsonify(
-        source=maps.source, target=maps.target, pieces=maps.pieces,
-        attention={kind: [_rounded(layer) for layer in layers]
-                   for kind, layers in maps.weights.items()})
+
+    def rounded(weights):
+      return {kind: [_rounded(layer) for layer in layers]
+              for kind, layers in weights.items()}
+    answer = {"source": maps.source, "target": maps.target,
+              "pieces": maps.pieces, "attention": rounded(maps.weights)}
+    if maps.members is not None:
+      answer["members"] = [{"attention": rounded(weights)}
+                           for weights in maps.members]
+    return flask.jsonify(answer)
 
   @app.errorhandler(checks.BadRequest)
   @app.errorhandler(RequestError)

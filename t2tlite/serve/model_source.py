@@ -7,7 +7,12 @@
 --model may name
   * an export version folder (EXPORT_DIR/3, with saved_model.pb), or an
     export folder of versions (the highest is served, as TF Serving does);
-  * a run folder (hparams.json, run.json, checkpoints: t2t-trainer's).
+  * a run folder (hparams.json, run.json, checkpoints: t2t-trainer's);
+  * an ensemble: run folders or checkpoints of runs sharing a vocabulary,
+    separated by commas (RUN_A,RUN_B/ckpt-500, as t2t-decoder's
+    --checkpoint_path). It decodes from the first member's run folder
+    (whose problem and vocabulary it uses; an ensemble has no export), and
+    its attention has one set of maps per member.
 
 Translations with the export's own decode hparams come from the SavedModel
 (what TF Serving would answer). Other decode hparams, the n-best of an
@@ -69,11 +74,14 @@ class Attention:
   weights: {"encoder", "decoder_self", "encdec": list over layers of
     float32 numpy [heads, queries, keys]}; encoder [heads, source, source],
     decoder_self [heads, target, target], encdec [heads, target, source].
+  members: None, or for an ensemble each member's weights (as `weights`,
+    which are the first member's), teacher-forced on the ensemble's output.
   """
   source: str
   target: str
   pieces: dict
   weights: dict
+  members: list = None
 
 
 class ModelSource:
@@ -83,12 +91,15 @@ class ModelSource:
   Args:
     saved_model_dir: an export version folder, or None.
     run_folder: the run folder, or None (export without its run).
+    ensemble: None, or an ensemble's members (run folders or checkpoints,
+      `run_dir.load_models`' paths), run_folder their first's run.
   """
 
-  def __init__(self, saved_model_dir=None, run_folder=None):
+  def __init__(self, saved_model_dir=None, run_folder=None, ensemble=None):
     if not saved_model_dir and not run_folder:
       raise ValueError("ModelSource needs an export or a run folder")
     self.saved_model_dir, self.run_folder = saved_model_dir, run_folder
+    self.ensemble = ensemble
     self.metadata = {}
     if saved_model_dir:
       with open(os.path.join(saved_model_dir, EXPORT_METADATA),
@@ -104,8 +115,14 @@ class ModelSource:
     """The source `path` names (see the module docstring).
 
     Raises:
-      FileNotFoundError: neither an export nor a run folder (names path).
+      FileNotFoundError: neither an export nor a run folder (names path),
+        or an ensemble member without a checkpoint.
+      ValueError: ensemble members of different problems or vocabularies.
     """
+    from t2tlite import run_dir
+    members = run_dir.split_ensemble(path, "model")
+    if members:
+      return cls._open_ensemble([os.path.abspath(p) for p in members])
     path = os.path.abspath(os.path.expanduser(path))
     version = _export_version(path)
     if version:
@@ -124,19 +141,38 @@ class ModelSource:
         "or one of numbered versions) or a run folder (hparams.json, "
         "run.json, vocab.model)")
 
+  @classmethod
+  def _open_ensemble(cls, members):
+    """An ensemble's source, its members checked (not loaded)."""
+    from t2tlite import run_dir
+    first = members[0]
+    run_folder = first if _is_run_folder(first) else _run_folder_of(first)
+    if not run_folder:
+      raise FileNotFoundError(
+          f"model={first}: expected a run folder, or a checkpoint in one "
+          "(the ensemble's first member names its run)")
+    try:
+      run_dir.resolve_members(run_folder, members)
+    except ValueError as error:
+      raise ValueError(str(error).replace("checkpoint_path:", "model:",
+                                          1)) from None
+    return cls(None, run_folder, members)
+
   # ---- what the page shows about the model ----------------------------------
 
   def info(self):
     """{"problem", "export", "run_folder", "decode_hparams" (the defaults,
     dict), "layers", "heads" (None without the run folder), "n_best"
-    (whether the n-best can be asked for)}."""
+    (whether the n-best can be asked for), "ensemble" (the members'
+    paths, None for one model)}."""
     hp = self._run_info().hparams if self.run_folder else None
     return {"problem": self._problem(), "export": self.saved_model_dir,
             "run_folder": self.run_folder,
             "decode_hparams": dataclasses.asdict(self._base_hparams()),
             "layers": hp.num_layers if hp else None,
             "heads": hp.num_heads if hp else None,
-            "n_best": bool(self.run_folder or self._export_returns_beams())}
+            "n_best": bool(self.run_folder or self._export_returns_beams()),
+            "ensemble": self.ensemble}
 
   def _run_info(self):
     from t2tlite import run_dir
@@ -277,8 +313,12 @@ class ModelSource:
         checkpoint = self.metadata.get("checkpoint")
         dtype = precision.KERAS_POLICY[self.metadata.get("precision",
                                                          "float32")]
-        model, info, _ = run_dir.load_trained_model(self.run_folder,
-                                                    checkpoint, dtype=dtype)
+        if self.ensemble:
+          model, info, _ = run_dir.load_ensemble(self.run_folder,
+                                                 self.ensemble, dtype=dtype)
+        else:
+          model, info, _ = run_dir.load_trained_model(
+              self.run_folder, checkpoint, dtype=dtype)
         self._run = (model, info, Vocabulary.from_file(info.vocab_file),
                      Vocabulary.from_file(info.target_vocab_file))
       return self._run
@@ -339,12 +379,14 @@ class ModelSource:
     # of the output it translates, teacher-forced on its ids.
     decoder, postprocess = self._decoder(hp)
     try:
-      maps = attention_plots.decoded_attention_maps(decoder, line,
-                                                    target_prefix)[0]
+      each = attention_plots.decoded_attention_maps(decoder, line,
+                                                    target_prefix)
     except ValueError as error:  # a prefix the request cannot have
       raise RequestError(str(error)) from None
+    maps = each[0]
     target = maps["target"]
     if postprocess is not None:
       target = postprocess(target, inputs=line)
+    members = [m["weights"] for m in each] if self.ensemble else None
     return Attention(maps["source"], target, maps["pieces"],
-                     maps["weights"])
+                     maps["weights"], members)

@@ -2,8 +2,13 @@
 /api/attention's target equals /api/translate's for the same line and
 decode hparams (the app in-process over a real run folder), for sampling,
 greedy and beam search; and an ensemble's maps are each member's,
-teacher-forced on the ensemble's output."""
+teacher-forced on the ensemble's output, in the library and through the
+app serving `--model=A,B`."""
 import json
+import subprocess
+import sys
+
+import numpy as np
 
 import pytest
 
@@ -45,6 +50,22 @@ def source(folders):
 def client(source):
   app = app_lib.make_app(source, validation.Limits())
   return app.test_client()
+
+
+@pytest.fixture(scope="module")
+def ensemble(folders):
+  """(members as --model names them: a run folder, then a checkpoint of
+  the other run; the app's client)."""
+  members = [folders[0], run_dir.latest_checkpoint(folders[1])]
+  source = ModelSource.open(",".join(members))
+  return members, app_lib.make_app(source, validation.Limits()).test_client()
+
+
+@pytest.fixture(scope="module")
+def reloaded(folders, ensemble):
+  """(the ensemble's members loaded again, their vocabulary)."""
+  models, info, _ = run_dir.load_models(folders[0], ensemble[0])
+  return models, Vocabulary.from_file(info.vocab_file)
 
 
 def _post(client, path, request):
@@ -143,3 +164,59 @@ def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):
   assert [results[0], results[2]] == [translate(key, [item])[0]
                                       for item in good]
   assert results[0][0].startswith("Ein Hund")
+
+
+@pytest.mark.parametrize("overrides", STRATEGIES)
+def test_api_attention_of_an_ensemble_has_each_members_maps(
+    ensemble, reloaded, overrides):
+  members, client = ensemble
+  info = client.get("/api/info").get_json()["model"]
+  assert info["ensemble"] == members
+  line = multi30k_lines("en", 2)[1]
+  hp = overrides + ",extra_length=6"
+  translated = _post(client, "/api/translate", {
+      "lines": [line], "decode_hparams": hp})["translations"][0]
+  shown = _post(client, "/api/attention", {"line": line,
+                                           "decode_hparams": hp})
+  assert shown["target"] == translated
+  assert len(shown["members"]) == 2
+  assert shown["members"][0]["attention"] == shown["attention"]
+  # Each member's maps: that member alone, teacher-forced on the ids the
+  # ensemble (loaded again here) decodes for the line.
+  models, vocab = reloaded
+  decoder = decoding.Decoder(Ensemble(models), vocab,
+                             machine.settle(DecodeHParams.parse(hp)))
+  outputs, _, ids = decoder.decode_batch([line], with_ids=True)
+  assert outputs[0] == translated
+  for model, member in zip(models, shown["members"]):
+    alone = attention_plots.attention_maps(model, vocab, line, ids[0])
+    for kind in ("encoder", "decoder_self", "encdec"):
+      assert len(member["attention"][kind]) == len(alone["weights"][kind])
+      for got, want in zip(member["attention"][kind],
+                           alone["weights"][kind]):
+        np.testing.assert_allclose(np.array(got), want, atol=1e-4)
+  first, second = (np.array(m["attention"]["encdec"][0])
+                   for m in shown["members"])
+  assert np.abs(first - second).max() > 1e-3  # members differ
+
+
+def test_a_single_models_attention_has_no_members(client):
+  shown = _post(client, "/api/attention",
+                {"line": multi30k_lines("en", 1)[0],
+                 "decode_hparams": "beam_size=1,extra_length=6"})
+  assert "members" not in shown
+  assert client.get("/api/info").get_json()["model"]["ensemble"] is None
+
+
+def test_t2t_serve_names_a_missing_ensemble_checkpoint(folders):
+  missing = folders[1] + "/ckpt-999999"
+  with pytest.raises(FileNotFoundError, match="ckpt-999999"):
+    ModelSource.open(f"{folders[0]},{missing}")
+  done = subprocess.run(
+      [sys.executable, "-m", "t2tlite.bin.t2t_serve",
+       f"--model={folders[0]},{missing}", "--port=0"],
+      capture_output=True, text=True, timeout=120, check=False)
+  assert done.returncode == 1, done.stderr
+  errors = done.stderr.strip().splitlines()
+  assert len(errors) == 1 and errors[0].startswith("t2t-serve: error: ")
+  assert "ckpt-999999: no checkpoint there" in errors[0]

@@ -25,9 +25,12 @@ async function loadInfo() {
     modelInfo = data.model;
     const hp = modelInfo.decode_hparams;
     const shape = modelInfo.layers ? `, ${modelInfo.layers} layers x ${modelInfo.heads} heads` : "";
+    const members = modelInfo.ensemble;
+    const from = members ? `an ensemble of ${members.length}: ${members.join(", ")}`
+                         : modelInfo.export || modelInfo.run_folder;
     $("model-info").textContent =
       `${modelInfo.problem}${shape}; beam_size=${hp.beam_size}, alpha=${hp.alpha}` +
-      ` (from ${modelInfo.export || modelInfo.run_folder})`;
+      ` (from ${from})`;
     $("n-best").disabled = !modelInfo.n_best;
     $("decode-hparams").placeholder = `beam_size=${hp.beam_size},alpha=${hp.alpha}`;
   } catch (e) {
@@ -185,6 +188,19 @@ function tokenList(tokens, className) {
   return div;
 }
 
+// An ensemble's answer has one set of maps per member: a selector picks
+// the member shown (the first at first).
+function renderMembers(data) {
+  const select = $("attention-member");
+  select.replaceChildren();
+  select.hidden = !data.members;
+  if (!data.members) return renderAttention(data);
+  data.members.forEach((_, n) => select.add(new Option(`member ${n + 1}`, n)));
+  select.onchange = () => renderAttention(
+    {...data, attention: data.members[select.value].attention});
+  renderAttention(data);
+}
+
 function renderAttention(data) {
   const root = $("attention-maps");
   root.replaceChildren();
@@ -241,7 +257,7 @@ async function showAttention(line, item) {
     if (prefix.trim()) request.target_prefix = prefix;
     const data = await api("/api/attention", request);
     $("attention-title").textContent = `${data.source} \u2192 ${data.target}`;
-    renderAttention(data);
+    renderMembers(data);
     $("attention-panel").hidden = false;
     document.body.dataset.state = "attention";
   } catch (e) {
