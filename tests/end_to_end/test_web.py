@@ -1,7 +1,8 @@
 """t2t-serve's page and API, and t2t-report's page, in a real headless
 browser (chromium driven by playwright; tests/support/browser.py).
 
-One module-scoped run folder, export, server and browser serve every test.
+One module-scoped run folder, export, server and browser serve every test
+(the ensemble's test starts a server of its own over the run folder).
 """
 import json
 import os
@@ -84,7 +85,15 @@ def _train_run(problem, data_dir, folder):
 
 
 @pytest.fixture(scope="module")
-def served(multi30k_data, sentence, tmp_path_factory):
+def trained(multi30k_data, tmp_path_factory):
+  """(run folder, Vocabulary): `_train_run`'s model."""
+  problem, data_dir, _ = multi30k_data
+  folder = str(tmp_path_factory.mktemp("trained") / "run")
+  return folder, _train_run(problem, str(data_dir), folder)
+
+
+@pytest.fixture(scope="module")
+def served(trained, sentence, tmp_path_factory):
   """(base URL, t2t-decoder's output for `sentence`, the server's Popen,
   the Vocabulary): transformer_tiny trained for 40 steps (TRAIN_STEPS) on
   Multi30k EN-DE (`_train_run`), its run folder exported with DECODE fixed
@@ -93,10 +102,8 @@ def served(multi30k_data, sentence, tmp_path_factory):
   teardown. Skips (conftest.py's multi30k_raw) without ../shared/data's
   Multi30k."""
   from t2tlite.export import exporter
-  problem, data_dir, _ = multi30k_data
   tmp = tmp_path_factory.mktemp("serve")
-  folder = str(tmp / "run")
-  vocab = _train_run(problem, str(data_dir), folder)
+  folder, vocab = trained
   (tmp / "input.txt").write_text(sentence + "\n", encoding="utf-8")
   port, = train_helpers.free_ports(1)
   limit_flags = [f"--{name}={value}" for name, value in LIMITS.items()]
@@ -173,6 +180,7 @@ def test_page_translates_as_t2t_decoder_and_shows_attention(
     page.click("li.result")
     page.wait_for_selector("body[data-state=attention]", timeout=60_000)
     assert page.inner_text("#attention-title").endswith(decoded)
+    assert not page.locator("#attention-member").is_visible()  # one model
     maps = page.eval_on_selector_all(
         "canvas.heatmap", "cs => cs.map(c => ({kind: c.dataset.kind, "
         "layer: +c.dataset.layer, head: +c.dataset.head, rows: "
@@ -202,6 +210,48 @@ def test_page_translates_as_t2t_decoder_and_shows_attention(
             int(detail.get_attribute("data-cols"))) == expected_shape["encdec"]
   finally:
     page.close()
+
+
+def test_page_shows_each_ensemble_members_attention(trained, browser,
+                                                   sentence, tmp_path):
+  """t2t-serve --model=RUN,CHECKPOINT (an ensemble of the run's model with
+  itself): the header names an ensemble of 2, and a selector shows each
+  member's maps of the translated output."""
+  from t2tlite import run_dir
+  folder, _ = trained
+  members = f"{folder},{run_dir.latest_checkpoint(folder)}"
+  port, = train_helpers.free_ports(1)
+  with train_helpers.processes() as started:
+    server = train_helpers.start(
+        [train_helpers.console_script("t2t-serve"), f"--model={members}",
+         f"--port={port}"], str(tmp_path / "serve.log"))
+    started.append(server)
+    url = _wait_for_url(server, tmp_path / "serve.log",
+                        time.time() + START_SECS)
+    page = browser.new_page()
+    try:
+      page.goto(url)
+      page.wait_for_function(
+          "document.querySelector('#model-info').textContent"
+          ".includes('an ensemble of 2')", timeout=60_000)
+      page.fill("#source", sentence)
+      page.fill("#decode-hparams", DECODE)
+      page.click("#translate")
+      page.wait_for_selector("body[data-state=translated]", timeout=60_000)
+      translated = page.inner_text("#translation-0")
+      page.click("li.result")
+      page.wait_for_selector("body[data-state=attention]", timeout=60_000)
+      assert page.inner_text("#attention-title").endswith(translated)
+      member = page.locator("#attention-member")
+      assert member.is_visible()
+      assert member.locator("option").all_inner_texts() == ["member 1",
+                                                            "member 2"]
+      first = page.locator("canvas.heatmap").count()
+      assert first == 3 * 2 * 4  # kinds x layers x heads
+      page.select_option("#attention-member", "1")
+      assert page.locator("canvas.heatmap").count() == first
+    finally:
+      page.close()
 
 
 def test_page_draws_parse_trees(served, browser):
