@@ -292,12 +292,18 @@ def _same_file(a, b):
 
 def _resolve_member(output_dir, path):
   """(RunInfo, checkpoint) of one ensemble member: `path` is a run folder
-  (its newest checkpoint), or a checkpoint prefix or checkpoint folder of
-  `output_dir`'s run."""
+  (its newest checkpoint), or a checkpoint prefix or checkpoint folder
+  (of the run holding it, else of `output_dir`'s run)."""
   if os.path.isfile(os.path.join(path, RUN_FILE)):
     return read_run_info(path), latest_checkpoint(path)
-  return (read_run_info(output_dir),
-          latest_checkpoint(output_dir, path))
+  checkpoint = latest_checkpoint(output_dir, path)
+  # A checkpoint of another run (OUTPUT_DIR/ckpt-N, or under OUTPUT_DIR/
+  # averaged or best) is that run's: its problem and vocabulary are checked.
+  folder = os.path.dirname(checkpoint)
+  for run in (folder, os.path.dirname(folder)):
+    if os.path.isfile(os.path.join(run, RUN_FILE)):
+      return read_run_info(run), checkpoint
+  return read_run_info(output_dir), checkpoint
 
 
 def check_same_problem_and_vocab(members):

@@ -9,8 +9,8 @@ Hparams, problem and vocabulary come from output_dir (written by
 t2t-trainer), so no overrides are repeated. The newest checkpoint is used
 unless --checkpoint_path names one (a prefix such as O/ckpt-100, or a folder
 such as O/averaged). --checkpoint_path=A,B,... decodes with an ensemble:
-each of A, B, ... is a checkpoint of O (prefix or folder) or another run
-folder of the same problem and vocabulary, and the search averages the
+each of A, B, ... is a checkpoint of O (prefix or folder), another run
+folder or a checkpoint of one, of the same problem and vocabulary, and the search averages the
 models' log-probabilities at every step (docs/decoding.md). Outputs are detokenized, one per input line, in input
 order; an empty input line gives an empty output line. With
 return_beams=true each line holds every beam and its score, tab-separated:

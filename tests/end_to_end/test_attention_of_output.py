@@ -220,3 +220,15 @@ def test_t2t_serve_names_a_missing_ensemble_checkpoint(folders):
   errors = done.stderr.strip().splitlines()
   assert len(errors) == 1 and errors[0].startswith("t2t-serve: error: ")
   assert "ckpt-999999: no checkpoint there" in errors[0]
+
+
+def test_an_ensemble_checkpoint_of_another_problem_is_refused(folders,
+                                                             tmp_path):
+  """A member named by its checkpoint is its own run's: its problem (and
+  vocabulary) are checked against the first member's."""
+  other = str(tmp_path / "enfr")
+  make_run_folder(other, problem="translate_enfr_wmt")
+  checkpoint = run_dir.latest_checkpoint(other)
+  with pytest.raises(ValueError, match=(
+      f"model: {checkpoint} was trained on problem translate_enfr_wmt")):
+    ModelSource.open(f"{folders[0]},{checkpoint}")
