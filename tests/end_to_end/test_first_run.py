@@ -138,7 +138,7 @@ def test_report_of_the_quick_start_reads_true(quick_start, browser,
     hparams = page.inner_text("#hparams")
     assert (f"train_steps: {hp_steps} in the hparams; this run made {made} "
             f"steps, of the {plan['train_steps']} planned for "
-            "--train_minutes=1") in hparams, hparams
+            "--train_minutes=0.5") in hparams, hparams
     assert page.inner_text("header").count(f"{made} steps made") == 1
     # One evaluation: a point, in the tables, not a plot of its own.
     alts = page.eval_on_selector_all("#curves img",
