@@ -319,9 +319,9 @@ class Planner:
     self.warmup_steps, self.cooldown_steps = warmup_steps, cooldown_steps
     self.chief_values, self.evaluate = chief_values, evaluate
     self.apply, self.record = apply, record
-    # Which re-plans the log shows; made with the plan this process makes.
-    self.replan_log = (ReplanLog(config.plan.train_steps) if config.plan
-                       else None)
+    # Which re-plans the log shows: made with the plan this process makes
+    # (a resumed run keeps its plan and neither re-plans nor summarises).
+    self.replan_log = None
     # Evaluations every this many steps (and one at the end); 0: none.
     self.eval_every = (config.local_eval_frequency
                        if config.schedule == "train_and_evaluate" else 0)
