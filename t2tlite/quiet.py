@@ -19,7 +19,9 @@ keras packages (checkpoint sharding timings, SavedModel input renames,
 through absl, whose handler would print those too.
 
 Nothing changes when the user sets TF_CPP_MIN_LOG_LEVEL or passes absl's
---verbosity (-v).
+--verbosity (-v). The TF_CPP_MIN_LOG_LEVEL that `install` sets itself is
+marked (T2TLITE_QUIET_SET), so a process a command starts (a worker, a
+server, a test's command) is quiet too rather than taking it for the user's.
 """
 import contextlib
 import importlib.util
@@ -44,6 +46,8 @@ _NOTICE = re.compile(
 
 
 _LIBRARIES = ("tensorflow", "keras", "tensorflow_text")
+_OWN_LEVEL = "3"
+_MARK = "T2TLITE_QUIET_SET"
 
 
 def _package_dirs(names):
@@ -71,7 +75,9 @@ class _DropLibraryInfo(logging.Filter):
 def user_wants_logs(argv=None, environ=None):
   """Whether the user set TF_CPP_MIN_LOG_LEVEL or passed --verbosity/-v."""
   environ = os.environ if environ is None else environ
-  if "TF_CPP_MIN_LOG_LEVEL" in environ:
+  level = environ.get("TF_CPP_MIN_LOG_LEVEL")
+  if level is not None and not (level == _OWN_LEVEL and
+                                environ.get(_MARK) == _OWN_LEVEL):
     return True
   for arg in (sys.argv if argv is None else argv)[1:]:
     if arg == "--":
@@ -114,7 +120,8 @@ def install():
   logs (see the module docstring). Call before tensorflow is imported."""
   if user_wants_logs() or "tensorflow" in sys.modules:
     return
-  os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+  os.environ["TF_CPP_MIN_LOG_LEVEL"] = _OWN_LEVEL
+  os.environ[_MARK] = _OWN_LEVEL
   drop_library_info = _DropLibraryInfo(_package_dirs(_LIBRARIES))
   absl_logging.get_absl_handler().addFilter(drop_library_info)
   # TensorFlow's own logger may print through a handler of its own.

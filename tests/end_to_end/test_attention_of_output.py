@@ -22,6 +22,7 @@ from t2tlite.serve import validation
 from t2tlite.serve.model_source import ModelSource, RequestError
 
 from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from user_env import clean_env
 
 pytestmark = needs_multi30k
 
@@ -215,7 +216,8 @@ def test_t2t_serve_names_a_missing_ensemble_checkpoint(folders):
   done = subprocess.run(
       [sys.executable, "-m", "t2tlite.bin.t2t_serve",
        f"--model={folders[0]},{missing}", "--port=0"],
-      capture_output=True, text=True, timeout=120, check=False)
+      capture_output=True, text=True, timeout=120, check=False,
+      env=clean_env())
   assert done.returncode == 1, done.stderr
   errors = done.stderr.strip().splitlines()
   assert len(errors) == 1 and errors[0].startswith("t2t-serve: error: ")

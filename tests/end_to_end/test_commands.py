@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from user_env import clean_env
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "support" / "plugins"
 BIN = pathlib.Path(sys.executable).parent
@@ -23,12 +25,6 @@ _OWN_FILES = {path.name for path in (REPO / "t2tlite").rglob("*.py")}
 _OWN_MODULES = {name[:-3] for name in _OWN_FILES}
 TINY = ("num_layers=1,d_model=32,d_ff=64,num_heads=2,d_k=16,d_v=16,"
         "batch_size=256,warmup_steps=10")
-
-
-def clean_env():
-  """The environment of a new user: no TensorFlow logging settings."""
-  return {k: v for k, v in os.environ.items()
-          if not k.startswith(("TF_CPP_", "GLOG_", "ABSL_"))}
 
 
 def noise(output):

@@ -45,6 +45,16 @@ def test_user_settings_bring_the_logs_back():
   assert not quiet.user_wants_logs(["t2t-x", "--", "--verbosity=1"], {})
 
 
+def test_a_commands_own_quiet_setting_is_not_taken_for_the_users():
+  # A process started by a quiet command inherits its setting, marked.
+  inherited = {"TF_CPP_MIN_LOG_LEVEL": "3", "T2TLITE_QUIET_SET": "3"}
+  assert not quiet.user_wants_logs(["t2t-x"], inherited)
+  # The user changed the level after the mark was set: theirs.
+  assert quiet.user_wants_logs(
+      ["t2t-x"], dict(inherited, TF_CPP_MIN_LOG_LEVEL="1"))
+  assert quiet.user_wants_logs(["t2t-x"], {"TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
 def _record(level, message, module_path="/x/t2tlite/train/trainer.py"):
   import logging
   record = logging.LogRecord("absl", level, module_path, 704, message, (),
