@@ -89,7 +89,6 @@ class Trainer:
     self.on_worker_lost = on_worker_lost
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
-    self.multi_worker = strategy_lib.is_multi_worker(strategy)
     with strategy.scope():
       self.model = models.build_model(
           hp, vocab_size, dtype=config.keras_policy,
