@@ -131,7 +131,8 @@ class TrainStep:
     return sums, {"grad_norm": grad_norm, "learning_rate": learning_rate}
 
   def _train_step_fn(self, iterator):
-    """`function`: the replicas' sums added up, the rest as on each."""
+    """`function`'s body: the replicas' sums added up; grad_norm and
+    learning_rate, the same on every replica, as they are (their mean)."""
     batches = tuple(next(iterator)
                     for _ in range(self.hp.gradient_accumulation_steps))
     sums, same = self.strategy.run(self._replica_train_step, args=(batches,))
