@@ -133,8 +133,16 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   evaluation = train_helpers.read_scalars(os.path.join(output_dir, "eval"))
   assert set(evaluation) == {"loss", "nll", "accuracy", "sequence_accuracy"}
   assert sorted(evaluation["loss"]) == [2, 4]
-  # The whole split when eval_steps=0 (a finite dataset ends the loop).
+  # eval_steps batches of the endless set at each evaluation.
   assert trainer.evaluate()["sequences"] == 3 * 8
+
+
+def test_eval_steps_0_evaluates_the_whole_split(tmp_path, strategy):
+  # The evaluation loop ends with a finite dataset (5 batches of 8 rows).
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy, batches=5,
+                                       eval_steps=0)
+  metrics = trainer.evaluate()
+  assert (metrics["step"], metrics["sequences"]) == (0, 5 * 8)
 
 
 def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
