@@ -73,7 +73,8 @@ flags.DEFINE_integer("max_request_bytes", 65536, "Largest request body.")
 flags.DEFINE_integer("max_lines", 32, "Most lines in one translate request.")
 flags.DEFINE_integer("max_line_chars", 1000, "Most characters in one line.")
 flags.DEFINE_integer("max_beam_size", 16, "Largest beam_size a request may "
-                     "ask for in its decode_hparams.")
+                     "ask for in its decode_hparams (and num_samples, when "
+                     "it samples).")
 flags.DEFINE_integer("max_concurrent", 1, "Attention requests computing at "
                      "once; more wait up to --busy_timeout_secs, then get "
                      "HTTP 503.")

@@ -225,7 +225,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
     lines, overrides, n_best, prefixes = checks.translate_request(body(),
                                                                   limits)
     hp = source.decode_hparams(overrides)
-    checks.check_beam_size(hp, limits)
+    checks.check_search_width(hp, limits)
     source.check_prefixes(lines, overrides, n_best, prefixes)
     # Under waitress (channel_request_lookahead > 0) this tells whether
     # the client closed its connection; a dropped request is not decoded.
@@ -245,7 +245,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   @app.post("/api/attention")
   def attention():
     line, overrides, prefix = checks.attention_request(body(), limits)
-    checks.check_beam_size(source.decode_hparams(overrides), limits)
+    checks.check_search_width(source.decode_hparams(overrides), limits)
     maps = computing(lambda: source.attention(line, overrides, prefix))
 
     def rounded(weights):

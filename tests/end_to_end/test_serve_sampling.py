@@ -1,0 +1,60 @@
+"""t2t-serve's app over a run folder, for sampling decode hparams: one
+translation (a string) a line whatever num_samples, and the n-best of a
+sampling request is its samples (in order), not an error."""
+import json
+
+import pytest
+
+from t2tlite.serve import app as app_lib
+from t2tlite.serve import validation
+from t2tlite.serve.model_source import ModelSource
+
+from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+
+pytestmark = needs_multi30k
+
+SAMPLING = "sampling_temperature=1.0,sampling_seed=5,extra_length=4"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+  folder = str(tmp_path_factory.mktemp("run"))
+  make_run_folder(folder, seed=3)
+  source = ModelSource.open(folder)
+  return app_lib.make_app(source, validation.Limits()).test_client()
+
+
+def _post(client, request):
+  answer = client.post("/api/translate", data=json.dumps(request),
+                       content_type="application/json")
+  assert answer.status_code == 200, answer.get_json()
+  return answer.get_json()
+
+
+def test_sampled_translations_are_one_string_a_line(client):
+  lines = multi30k_lines("en", 2) + [" "]
+  several = _post(client, {"lines": lines,
+                           "decode_hparams": SAMPLING + ",num_samples=3"})
+  assert [type(t) for t in several["translations"]] == [str, str, str]
+  assert several["translations"][2] == ""
+  with_n_best = _post(client, {"lines": lines, "n_best": True,
+                               "decode_hparams": SAMPLING + ",num_samples=3"})
+  assert with_n_best["translations"] == several["translations"]
+  assert [len(samples) for samples in with_n_best["n_best"]] == [3, 3, 3]
+  for text, samples in zip(with_n_best["translations"],
+                           with_n_best["n_best"]):
+    assert samples[0]["text"] == text
+  # A sentence's first sample is its one sample with num_samples=1.
+  one = _post(client, {"lines": lines, "n_best": True,
+                       "decode_hparams": SAMPLING})
+  assert one["translations"] == several["translations"]
+  assert [[s["text"] for s in samples] for samples in one["n_best"]] == [
+      [text] for text in several["translations"]]
+
+
+def test_too_many_samples_are_a_bad_request(client):
+  answer = client.post("/api/translate", data=json.dumps({
+      "lines": ["A dog."], "decode_hparams": SAMPLING + ",num_samples=500"}),
+      content_type="application/json")
+  assert answer.status_code == 400
+  assert "num_samples=500" in answer.get_json()["error"]
