@@ -169,7 +169,10 @@ def _decode_file(decoder, postprocess, lines, prefixes, length_warning):
   length_warning.check(lines)
   try:
     outputs, scores = decoder.decode_lines(lines, prefixes=prefixes)
-  except ValueError as error:  # a prefix that cannot be: names its line
+  except ValueError as error:
+    if prefixes is None:
+      raise
+    # A prefix that cannot be: the error names its line.
     raise ValueError(f"--target_prefix_file={FLAGS.target_prefix_file}: "
                      f"{error}") from None
   results = [_output_line(out, score, src, postprocess, hp.multiple_outputs)
