@@ -16,8 +16,9 @@ the first one's run folder; its attention has one set of maps per member.
 The API (JSON over HTTP; errors are {"error": "..."} with a 4xx status):
 
     POST /api/translate  {"lines": ["A dog runs."], "decode_hparams":
-                          "beam_size=4", "n_best": true}
-    POST /api/attention  {"line": "A dog runs."}
+                          "beam_size=4", "n_best": true,
+                          "target_prefixes": ["Ein Hund"]}
+    POST /api/attention  {"line": "A dog runs.", "target_prefix": "Ein"}
     GET  /api/info
     GET  /healthz, /readyz, /metrics (Prometheus)
 
