@@ -76,7 +76,7 @@ def int8_or_float(plan, int8_per_call, search_weights, search):
   """
   if not (plan.int8 and int8_per_call):
     return search(plan, search_weights)
-  plain = dataclasses.replace(plan, int8=False)
+  plain = dataclasses.replace(plan, int8=False, int8_weights_first=False)
   return tf.cond(int8_layer.kernel_works(),
                  lambda: search(plan, search_weights),
                  lambda: search(plain, None))
@@ -128,8 +128,9 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
       (see DecodeHParams for int8).
     constraint: None, or a `constraints.DecodeConstraint` that every output
       obeys.
-    search_weights: None (made in the graph, at every call), or
-      `fixed_search_weights(model, plan.int8)`, made once: int8 ones for an
+    search_weights: None (made in the graph, at every call, as the plan
+      says: int8 and its layout), or `fixed_search_weights(model,
+      plan.int8, plan.int8_weights_first)`, made once: int8 ones for an
       int8 search (else ValueError).
     target_prefix: None, or int32 [batch, prefix_len], each output's first
       tokens, 0-padded (`prefix.ForcedPrefix`); a prefix longer than its
@@ -147,7 +148,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
-    search_weights = model.search_weights(int8=plan.int8)
+    search_weights = model.search_weights(
+        int8=plan.int8, int8_weights_first=plan.int8_weights_first)
   elif search_weights.int8 != plan.int8:
     raise ValueError(f"decode(int8={plan.int8}) was given the search "
                      f"weights of an int8={not plan.int8} search: make them "
