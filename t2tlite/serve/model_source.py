@@ -392,7 +392,7 @@ class ModelSource:
       each = attention_plots.decoded_attention_maps(decoder, line,
                                                     target_prefix)
     except ValueError as error:  # a prefix the request cannot have
-      raise RequestError(str(error)) from None
+      raise RequestError(f"target_prefix: {error}") from None
     maps = each[0]
     target = maps["target"]
     if postprocess is not None:
