@@ -244,6 +244,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
 
   @app.post("/api/attention")
   def attention():
+    refuse_unless_ready()
     line, overrides, prefix = checks.attention_request(body(), limits)
     checks.check_search_width(source.decode_hparams(overrides), limits)
     maps = computing(lambda: source.attention(line, overrides, prefix))

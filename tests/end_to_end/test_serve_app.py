@@ -1,12 +1,14 @@
-"""t2t-serve's app over a run folder, for sampling decode hparams: one
-translation (a string) a line whatever num_samples, and the n-best of a
-sampling request is its samples (in order), not an error."""
+"""t2t-serve's app in-process over a run folder: for sampling decode
+hparams one translation (a string) a line whatever num_samples, and the
+n-best of a sampling request is its samples (in order), not an error; no
+attention computed while warming up or draining."""
 import json
 
 import pytest
 
 from t2tlite.serve import app as app_lib
 from t2tlite.serve import validation
+from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.model_source import ModelSource
 
 from run_folder import make_run_folder, multi30k_lines, needs_multi30k
@@ -17,10 +19,14 @@ SAMPLING = "sampling_temperature=1.0,sampling_seed=5,extra_length=4"
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def source(tmp_path_factory):
   folder = str(tmp_path_factory.mktemp("run"))
   make_run_folder(folder, seed=3)
-  source = ModelSource.open(folder)
+  return ModelSource.open(folder)
+
+
+@pytest.fixture(scope="module")
+def client(source):
   return app_lib.make_app(source, validation.Limits()).test_client()
 
 
@@ -58,3 +64,20 @@ def test_too_many_samples_are_a_bad_request(client):
       content_type="application/json")
   assert answer.status_code == 400
   assert "num_samples=500" in answer.get_json()["error"]
+
+
+def test_no_request_computes_while_warming_up_or_draining(source):
+  lifecycle = Lifecycle()  # warming up
+  client = app_lib.make_app(source, validation.Limits(),
+                            lifecycle=lifecycle).test_client()
+  for state in ("warming up", "draining"):
+    if state == "draining":
+      lifecycle.set_ready()
+      lifecycle.start_draining()
+    for path, request in (("/api/translate", {"lines": ["A dog."]}),
+                          ("/api/attention", {"line": "A dog."})):
+      answer = client.post(path, data=json.dumps(request),
+                           content_type="application/json")
+      assert answer.status_code == 503, (path, answer.get_json())
+      assert answer.get_json()["error"].startswith(state)
+      assert answer.headers["Retry-After"] == "5"
