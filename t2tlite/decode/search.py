@@ -139,9 +139,10 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
       (`tf.function(jit_compile=True)`); otherwise they grow one position
       per step, which moves less memory in graph mode.
   Returns:
-    {"outputs": int32 [batch, out_len] or, with plan.multiple_outputs,
-    [batch, beam, out_len] (ending with EOS, 0-padded), "scores": float32
-    [batch] or [batch, beam]}; out_len is src_len + extra_length (see
+    {"outputs": int32 [batch, out_len] or, with a beam axis (Beam
+    return_beams, Greedy beam_axis, Sample num_samples > 1; the settled
+    hp.multiple_outputs), [batch, beam, out_len] (ending with EOS,
+    0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is src_len + extra_length (see
     `decode_lengths`). Greedy and sampled scores are log-probabilities,
     beam scores are length-penalised.
   """

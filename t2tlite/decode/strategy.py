@@ -107,13 +107,3 @@ class DecodePlan:
                           hp.no_repeat_ngram_size)
     return cls(strategy, limits, settled.int8, settled.weights_first,
                settled.searches)
-
-  @property
-  def multiple_outputs(self):
-    """Outputs get a beam (or sample) axis."""
-    strategy = self.strategy
-    if isinstance(strategy, Sample):
-      return strategy.num_samples > 1
-    if isinstance(strategy, Beam):
-      return strategy.return_beams
-    return strategy.beam_axis
