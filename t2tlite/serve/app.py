@@ -6,7 +6,8 @@
     POST /api/translate    {"lines": [...], "decode_hparams": "...",
                             "n_best": false, "target_prefixes": [...]}
                            -> {"translations": [...]} (+ "n_best": per line
-                           [{"text", "score"}, ...] best first, on request)
+                           [{"text", "score"}, ...] best first, or the
+                           samples in order when sampling, on request)
     POST /api/attention    {"line": "...", "decode_hparams": "...",
                             "target_prefix": "..."}
                            -> {"source", "target", "pieces": {"source",
