@@ -2,11 +2,12 @@
 every output, concurrent searches over blocks of rows, the search's weights made
 once, and int8 as settled (`machine.settle`).
 
-    weights = fixed_search_weights(model)
     settled = machine.settle(hp)  # once, at the boundary
+    weights = fixed_search_weights(model, settled.int8,
+                                   settled.weights_first)
     result = search_with_hparams(model, inputs, settled,
                                  search_weights=weights)
-    # the same as
+    # the same as (unless settled.int8_per_call: an export's)
     result = decode(model, inputs, DecodePlan.from_settled(settled),
                     search_weights=weights)
 """
