@@ -29,8 +29,9 @@ the input key "inputs" and return the keys "outputs" and "scores"):
 With the decode hparam return_beams (or num_samples > 1 when sampling),
 outputs and scores gain a beam (sample) axis after the batch axis (best
 first). Sampling hparams are fixed at export like the others; a sampled
-output depends only on sampling_seed and its input. Scores are those of t2t-decoder: beam
-search's length-penalised log-probability (greedy: the log-probability).
+output depends only on sampling_seed and its input. Scores are those of
+t2t-decoder: beam search's length-penalised log-probability (greedy: the
+log-probability).
 
 Input rules, applied in the graph so that no request fails:
   * text is made valid UTF-8 first: invalid bytes become U+FFFD;
