@@ -189,7 +189,10 @@ class _Drain:
 
   def _drain(self):
     deadline = time.monotonic() + FLAGS.drain_secs
-    if not self.serving.batcher.drain(FLAGS.drain_secs):
+    drained = self.serving.batcher.drain(FLAGS.drain_secs)
+    drained &= self.serving.attention_done(
+        max(0.0, deadline - time.monotonic()))
+    if not drained:
       logging.warning("t2t-serve: requests still computing after "
                       "--drain_secs=%g s; stopping", FLAGS.drain_secs)
     # The last answers leave through waitress's loop: let it send them.

@@ -40,6 +40,7 @@ import dataclasses
 import os
 import threading
 import time
+import typing
 
 import flask
 
@@ -76,10 +77,16 @@ class TranslateKey:
 
 @dataclasses.dataclass
 class Serving:
-  """The parts t2t-serve drives besides the app (app.extensions["t2tlite"])."""
+  """The parts t2t-serve drives besides the app (app.extensions["t2tlite"]).
+
+  attention_done: callable(timeout_secs) -> whether the attention requests
+    computing (not batched: `batcher` does not see them) finished within
+    the timeout; for a drain, once new ones are refused.
+  """
   batcher: batching.Batcher
   lifecycle: Lifecycle
   metrics: ServeMetrics
+  attention_done: typing.Callable[[float], bool]
 
 
 RETRY_AFTER_SECS = {batching.QueueFull: 1, batching.TimedOut: 1,
@@ -141,6 +148,19 @@ def _rounded(heads):
   return heads.astype("float64").round(_DIGITS).tolist()
 
 
+def _attention_answer(maps):
+  """/api/attention's JSON response of a model_source.Attention."""
+  def rounded(weights):
+    return {kind: [_rounded(layer) for layer in layers]
+            for kind, layers in weights.items()}
+  answer = {"source": maps.source, "target": maps.target,
+            "pieces": maps.pieces, "attention": rounded(maps.weights)}
+  if maps.members is not None:
+    answer["members"] = [{"attention": rounded(weights)}
+                         for weights in maps.members]
+  return flask.jsonify(answer)
+
+
 def make_app(source, limits, batch_limits=None, lifecycle=None):
   """The Flask app serving `source` (a ModelSource) under `limits`
   (validation.Limits), batching translations within `batch_limits`
@@ -157,7 +177,22 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
                              batch_limits or batching.BatchLimits(),
                              estimated_tokens, metrics).start()
   metrics.track_queue(batcher.queued_lines)
-  app.extensions["t2tlite"] = Serving(batcher, lifecycle, metrics)
+
+  def attention_done(timeout_secs):
+    # Every slot free at once: no attention request computing.
+    deadline = time.monotonic() + timeout_secs
+    taken = 0
+    try:
+      while taken < limits.max_concurrent and slots.acquire(
+          timeout=max(0.0, deadline - time.monotonic())):
+        taken += 1
+      return taken == limits.max_concurrent
+    finally:
+      for _ in range(taken):
+        slots.release()
+
+  app.extensions["t2tlite"] = Serving(batcher, lifecycle, metrics,
+                                      attention_done)
 
   def error(status, message, retry_after=None):
     response = flask.jsonify(error=message)
@@ -248,17 +283,10 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
     refuse_unless_ready()
     line, overrides, prefix = checks.attention_request(body(), limits)
     checks.check_search_width(source.decode_hparams(overrides), limits)
-    maps = computing(lambda: source.attention(line, overrides, prefix))
-
-    def rounded(weights):
-      return {kind: [_rounded(layer) for layer in layers]
-              for kind, layers in weights.items()}
-    answer = {"source": maps.source, "target": maps.target,
-              "pieces": maps.pieces, "attention": rounded(maps.weights)}
-    if maps.members is not None:
-      answer["members"] = [{"attention": rounded(weights)}
-                           for weights in maps.members]
-    return flask.jsonify(answer)
+    # The answer is made while the slot is held, so that a drain that
+    # waits for the slots (attention_done) finds it made.
+    return computing(lambda: _attention_answer(
+        source.attention(line, overrides, prefix)))
 
   @app.errorhandler(checks.BadRequest)
   @app.errorhandler(RequestError)

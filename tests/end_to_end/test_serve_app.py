@@ -1,8 +1,11 @@
 """t2t-serve's app in-process over a run folder: for sampling decode
 hparams one translation (a string) a line whatever num_samples, and the
 n-best of a sampling request is its samples (in order), not an error; no
-attention computed while warming up or draining."""
+attention computed while warming up or draining, and a drain waits for
+the attention computing."""
 import json
+import threading
+import time
 
 import pytest
 
@@ -81,3 +84,32 @@ def test_no_request_computes_while_warming_up_or_draining(source):
       assert answer.status_code == 503, (path, answer.get_json())
       assert answer.get_json()["error"].startswith(state)
       assert answer.headers["Retry-After"] == "5"
+
+
+def test_a_drain_waits_for_the_attention_computing(source):
+  """An attention request computing when the drain starts is answered:
+  Serving.attention_done, which t2t-serve's drain waits on, is true only
+  once its answer is made."""
+  lifecycle = Lifecycle(ready=True)
+  app = app_lib.make_app(source, validation.Limits(), lifecycle=lifecycle)
+  serving = app.extensions["t2tlite"]
+  assert serving.attention_done(0)
+  answers = []
+  # Decode hparams of their own: a search traced for them (seconds).
+  request = {"line": multi30k_lines("en", 1)[0],
+             "decode_hparams": "beam_size=3,extra_length=5"}
+  thread = threading.Thread(target=lambda: answers.append(
+      app.test_client().post("/api/attention", data=json.dumps(request),
+                             content_type="application/json")))
+  thread.start()
+  try:
+    deadline = time.monotonic() + 60
+    while serving.attention_done(0) and time.monotonic() < deadline:
+      time.sleep(0.01)
+    assert not serving.attention_done(0), "the attention never computed"
+    lifecycle.start_draining()
+    assert serving.attention_done(120)
+  finally:
+    thread.join(120)
+  assert answers and answers[0].status_code == 200, answers
+  assert answers[0].get_json()["target"]
