@@ -77,9 +77,9 @@ class Decoder:
 
   The tf.function takes tf.string [None], so batches of any size and length
   reuse one graph, and the search's weights are made once, here
-  (`search.fixed_search_weights`): a Decoder decodes with the weights the model
-  had when it was made. (Not XLA-compiled: the tensorflow-text tokenizer ops have
-  no XLA kernels; `search.decode` alone compiles.)
+  (`search.fixed_search_weights`): a Decoder decodes with the weights the
+  model had when it was made. (Not XLA-compiled: the tensorflow-text
+  tokenizer ops have no XLA kernels; `search.decode` alone compiles.)
 
   Args:
     model: a trained Transformer.

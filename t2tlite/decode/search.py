@@ -144,8 +144,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     return_beams, Greedy beam_axis, Sample num_samples > 1; the settled
     hp.multiple_outputs), [batch, beam, out_len] (ending with EOS,
     0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
-    src_len + extra_length (see `decode_lengths`). Greedy and sampled scores are log-probabilities,
-    beam scores are length-penalised.
+    src_len + extra_length (see `decode_lengths`). Greedy and sampled
+    scores are log-probabilities, beam scores are length-penalised.
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end

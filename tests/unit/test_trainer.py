@@ -158,7 +158,8 @@ def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
       return logits
 
   trainer.evaluator.model = Fixed()
-  sums = trainer.evaluator._eval_replica_fn({"inputs": targets, "targets": targets})
+  sums = trainer.evaluator._eval_replica_fn({"inputs": targets,
+                                             "targets": targets})
   assert float(sums["tokens"]) == 7 and float(sums["correct_tokens"]) == 6
   assert float(sums["sequences"]) == 2
   assert float(sums["correct_sequences"]) == 1
