@@ -19,6 +19,7 @@ import argparse
 import collections
 import glob
 import json
+import sys
 import tempfile
 import time
 
@@ -31,11 +32,8 @@ import tensorflow as tf
 # TensorBoard's profile plugin shows); TensorFlow has no public API for it.
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
-from t2tlite import precision
-from t2tlite.decode.machine import set_search_threads
-
 # Run as a script, bench/ is the first folder on the import path.
-import run as bench_run  # DECODE_BASE, random_ids, decode_search_fn
+import run as bench_run  # DECODE_BASE, decode_settled, decode_search_fn
 from fingerprint import fingerprint
 
 
@@ -72,20 +70,25 @@ def main():
   parser.add_argument("--searches", type=int, default=2,
                       help="profiled runs of the search")
   parser.add_argument("--top", type=int, default=30, help="lines printed")
+  # decode_base's search: beam 4, alpha 0.6, graph mode.
+  parser.set_defaults(beam_size=4, alpha=0.6, xla=False)
   args = parser.parse_args()
-  searches = bench_run.concurrent_searches(args.concurrent_searches)
-  set_search_threads(searches)  # as t2t-decoder, before TensorFlow starts
+  # As t2t-decoder, before TensorFlow runs: threads, int8, precision.
+  settled = bench_run.decode_settled(args)
+  if args.int8 and not settled.int8:  # a reason, not a traceback
+    print(f"bench/profile_decode.py --int8: int8 is not available here: "
+          f"{settled.int8_reason}.", flush=True)
+    return 1
+  searches = settled.searches
   print(f"machine: {fingerprint()}", flush=True)
   hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
   keras.utils.set_random_seed(1)
   model = t2tlite.build_model(
       t2tlite.create_hparams(hparams_set, overrides), vocab,
-      dtype=precision.KERAS_POLICY[args.mixed_precision or "float32"])
+      dtype=settled.precision.keras_policy)
   inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
                                 length)
-  search = bench_run.decode_search_fn(model, 4, 0.6, xla=False,
-                                      int8=args.int8,
-                                      concurrent_searches=searches)
+  search = bench_run.decode_search_fn(model, settled, xla=False)
   search(inputs)["outputs"].numpy()  # traced outside the profile
   walls = []
   for _ in range(3):
@@ -113,4 +116,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

@@ -10,15 +10,17 @@ t2t-trainer), so no overrides are repeated. The newest checkpoint is used
 unless --checkpoint_path names one (a prefix such as O/ckpt-100, or a folder
 such as O/averaged). --checkpoint_path=A,B,... decodes with an ensemble:
 each of A, B, ... is a checkpoint of O (prefix or folder), another run
-folder or a checkpoint of one, of the same problem and vocabulary, and the search averages the
-models' log-probabilities at every step (docs/decoding.md). Outputs are detokenized, one per input line, in input
+folder or a checkpoint of one, of the same problem and vocabulary, and the
+search averages the models' log-probabilities at every step
+(docs/decoding.md). Outputs are detokenized, one per input line, in input
 order; an empty input line gives an empty output line. With
+--target_prefix_file each output starts with its line's prefix. With
 return_beams=true each line holds every beam and its score, tab-separated:
 `text_1<TAB>score_1<TAB>text_2<TAB>score_2...`; so does sampling with
 num_samples > 1 (decode hparams sampling_temperature > 0, top_k, top_p,
-sampling_seed, num_samples; docs/decoding.md), its samples in order. Inputs longer than any
-training example (run.json records the longest) get a warning on stderr: a
-model rarely handles lengths it never saw.
+sampling_seed, num_samples; docs/decoding.md), its samples in order.
+Inputs longer than any training example (run.json records the longest) get
+a warning on stderr: a model rarely handles lengths it never saw.
 """
 import os
 import sys
@@ -169,7 +171,10 @@ def _decode_file(decoder, postprocess, lines, prefixes, length_warning):
   length_warning.check(lines)
   try:
     outputs, scores = decoder.decode_lines(lines, prefixes=prefixes)
-  except ValueError as error:  # a prefix that cannot be: names its line
+  except ValueError as error:
+    if prefixes is None:
+      raise
+    # A prefix that cannot be: the error names its line.
     raise ValueError(f"--target_prefix_file={FLAGS.target_prefix_file}: "
                      f"{error}") from None
   results = [_output_line(out, score, src, postprocess, hp.multiple_outputs)

@@ -16,8 +16,9 @@ the first one's run folder; its attention has one set of maps per member.
 The API (JSON over HTTP; errors are {"error": "..."} with a 4xx status):
 
     POST /api/translate  {"lines": ["A dog runs."], "decode_hparams":
-                          "beam_size=4", "n_best": true}
-    POST /api/attention  {"line": "A dog runs."}
+                          "beam_size=4", "n_best": true,
+                          "target_prefixes": ["Ein Hund"]}
+    POST /api/attention  {"line": "A dog runs.", "target_prefix": "Ein"}
     GET  /api/info
     GET  /healthz, /readyz, /metrics (Prometheus)
 
@@ -41,6 +42,9 @@ from absl import flags
 from absl import logging
 
 from t2tlite.bin import common_flags, console, lazy
+# Light (no TensorFlow, no Flask): the flags' defaults are theirs.
+from t2tlite.serve.batcher import BatchLimits
+from t2tlite.serve.validation import Limits
 
 # TensorFlow loads when this is first used, after the flags are parsed.
 machine = lazy.module("t2tlite.decode.machine")
@@ -56,29 +60,39 @@ flags.DEFINE_integer("threads", 0, "Threads answering HTTP requests (each "
                      "--max_queued_lines plus a batch, and 8 more.")
 flags.DEFINE_integer("max_connections", 1000, "Open client connections "
                      "at most; more wait unaccepted.")
-flags.DEFINE_float("batch_window_ms", 5.0, "How long the oldest queued "
-                   "translate request waits for others to share its batch.")
-flags.DEFINE_integer("max_batch_lines", 32, "Most lines decoded in one "
-                     "batch (a larger request is decoded alone).")
-flags.DEFINE_integer("max_batch_tokens", 2048, "Most source tokens in one "
-                     "batch, padding included (lines x the longest; tokens "
-                     "estimated as one per 4 bytes).")
-flags.DEFINE_integer("max_queued_lines", 128, "Most lines waiting for a "
-                     "batch; a request that does not fit gets HTTP 503.")
-flags.DEFINE_float("request_timeout_secs", 30.0, "A translate request still "
-                   "queued after this gets HTTP 503.")
+_LIMITS, _BATCH_LIMITS = Limits(), BatchLimits()
+flags.DEFINE_float("batch_window_ms", _BATCH_LIMITS.window_secs * 1000,
+                   "How long the oldest queued translate request waits for "
+                   "others to share its batch.")
+flags.DEFINE_integer("max_batch_lines", _BATCH_LIMITS.max_lines, "Most "
+                     "lines decoded in one batch (a larger request is "
+                     "decoded alone).")
+flags.DEFINE_integer("max_batch_tokens", _BATCH_LIMITS.max_tokens, "Most "
+                     "source tokens in one batch, padding included (lines "
+                     "x the longest; tokens estimated as one per 4 bytes).")
+flags.DEFINE_integer("max_queued_lines", _BATCH_LIMITS.max_queued_lines,
+                     "Most lines waiting for a batch; a request that does "
+                     "not fit gets HTTP 503.")
+flags.DEFINE_float("request_timeout_secs", _BATCH_LIMITS.timeout_secs,
+                   "A translate request still queued after this gets HTTP "
+                   "503.")
 flags.DEFINE_float("drain_secs", 30.0, "On SIGTERM, how long queued and "
                    "computing requests may take before the server exits.")
-flags.DEFINE_integer("max_request_bytes", 65536, "Largest request body.")
-flags.DEFINE_integer("max_lines", 32, "Most lines in one translate request.")
-flags.DEFINE_integer("max_line_chars", 1000, "Most characters in one line.")
-flags.DEFINE_integer("max_beam_size", 16, "Largest beam_size a request may "
-                     "ask for in its decode_hparams.")
-flags.DEFINE_integer("max_concurrent", 1, "Attention requests computing at "
-                     "once; more wait up to --busy_timeout_secs, then get "
-                     "HTTP 503.")
-flags.DEFINE_float("busy_timeout_secs", 30.0, "How long an attention request "
-                   "waits for a free computing slot.")
+flags.DEFINE_integer("max_request_bytes", _LIMITS.max_request_bytes,
+                     "Largest request body.")
+flags.DEFINE_integer("max_lines", _LIMITS.max_lines, "Most lines in one "
+                     "translate request.")
+flags.DEFINE_integer("max_line_chars", _LIMITS.max_line_chars, "Most "
+                     "characters in one line.")
+flags.DEFINE_integer("max_beam_size", _LIMITS.max_beam_size, "Largest "
+                     "beam_size a request may ask for in its decode_hparams "
+                     "(and num_samples, when it samples).")
+flags.DEFINE_integer("max_concurrent", _LIMITS.max_concurrent, "Attention "
+                     "requests computing at once; more wait up to "
+                     "--busy_timeout_secs, then get HTTP 503.")
+flags.DEFINE_float("busy_timeout_secs", _LIMITS.busy_timeout_secs, "How "
+                   "long an attention request waits for a free computing "
+                   "slot.")
 flags.declare_key_flag("t2t_usr_dir")
 flags.DEFINE_boolean("warm_up", True, "Translate one sentence before "
                      "/readyz says ready, so the first request is not slow.")
@@ -87,7 +101,6 @@ FLAGS = flags.FLAGS
 
 
 def _limits():
-  from t2tlite.serve.validation import Limits
   for name in ("max_request_bytes", "max_lines", "max_line_chars",
                "max_beam_size", "max_concurrent", "max_connections",
                "max_batch_lines", "max_batch_tokens", "max_queued_lines"):
@@ -108,7 +121,6 @@ def _limits():
 
 
 def _batch_limits():
-  from t2tlite.serve.batcher import BatchLimits
   return BatchLimits(window_secs=FLAGS.batch_window_ms / 1000,
                      max_lines=FLAGS.max_batch_lines,
                      max_tokens=FLAGS.max_batch_tokens,
@@ -177,7 +189,10 @@ class _Drain:
 
   def _drain(self):
     deadline = time.monotonic() + FLAGS.drain_secs
-    if not self.serving.batcher.drain(FLAGS.drain_secs):
+    drained = self.serving.batcher.drain(FLAGS.drain_secs)
+    drained &= self.serving.attention_done(
+        max(0.0, deadline - time.monotonic()))
+    if not drained:
       logging.warning("t2t-serve: requests still computing after "
                       "--drain_secs=%g s; stopping", FLAGS.drain_secs)
     # The last answers leave through waitress's loop: let it send them.

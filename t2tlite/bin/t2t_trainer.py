@@ -39,6 +39,11 @@ train_config = lazy.module("t2tlite.train.config")
 run_hparams = lazy.module("t2tlite.train.run_hparams")
 trainer_lib = lazy.module("t2tlite.train.trainer")
 
+# The peer watch's bounds past --worker_timeout_secs, for its help.
+_WATCH_LAG_SECS = peer_watch.bound_secs(0)
+_REFUSED_BOUND_SECS = peer_watch.refused_bound_secs(
+    peer_watch.DEFAULT_WORKER_TIMEOUT_SECS)
+
 flags.adopt_module_key_flags(common_flags)
 flags.DEFINE_string("model", models.DEFAULT_MODEL, "Registered model "
                     "(plugins may add models). Recorded in run.json, so a "
@@ -90,10 +95,12 @@ flags.DEFINE_integer("worker_timeout_secs",
                      "With several workers (TF_CONFIG): a peer that answers "
                      "no health probe for this long (frozen, cut off) is "
                      "lost, and the others exit with code 69 (within this + "
-                     "6 s). A peer whose address refuses connections (it "
-                     "died) is lost once it has refused for 3 s (exit 69 "
-                     "within 7 s). A collective waits twice this + 6 s for a peer that "
-                     "answers but does not join.", lower_bound=1)
+                     f"{_WATCH_LAG_SECS:g} s). A peer whose address refuses "
+                     "connections (it died) is lost once it has refused for "
+                     f"{peer_watch.REFUSED_GRACE_SECS:g} s (exit 69 within "
+                     f"{_REFUSED_BOUND_SECS:g} s). A collective waits twice "
+                     f"this + {_WATCH_LAG_SECS:g} s for a peer that answers "
+                     "but does not join.", lower_bound=1)
 flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
                   "pass with XLA (jit_compile).")
 precision_flags.define_compute_flag("training")

@@ -36,7 +36,7 @@ which other inputs share its batch.
 """
 import tensorflow as tf
 
-from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB  # noqa: F401
+from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB
 from t2tlite.ids import EOS_ID
 
 

@@ -24,7 +24,7 @@ it forbids.
 """
 import tensorflow as tf
 
-from t2tlite.decode.beam_search import IMPOSSIBLE_LOG_PROB
+from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB
 from t2tlite.ids import EOS_ID
 
 

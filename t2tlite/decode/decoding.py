@@ -122,9 +122,13 @@ class Decoder:
     """int32 [batch, longest prefix] of prefix texts (None, "": none).
 
     Raises:
-      ValueError: a prefix the target vocabulary cannot encode, or longer
-        than its output may hold, naming it.
+      ValueError: not one prefix per string, or a prefix the target
+        vocabulary cannot encode, or longer than its output may hold,
+        naming it.
     """
+    if len(prefixes) != len(strings):
+      raise ValueError(f"{len(prefixes)} target prefixes for "
+                       f"{len(strings)} lines: expected one per line")
     ids = prefix_lib.encode_prefixes(self.target_vocab,
                                      [p or "" for p in prefixes])
     lengths = self.vocab.encode(tf.constant(strings, tf.string))
@@ -179,9 +183,6 @@ class Decoder:
     """
     hp = self.hp
     if prefixes is not None:
-      if len(prefixes) != len(lines):
-        raise ValueError(f"{len(prefixes)} target prefixes for {len(lines)} "
-                         "lines: expected one per line")
       self.prefix_ids(lines, prefixes)  # errors name the line's number
     beams = hp.outputs_per_input if hp.multiple_outputs else None
     outputs = [[""] * beams if beams else ""] * len(lines)

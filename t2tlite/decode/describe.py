@@ -37,11 +37,9 @@ def describe(hp):
         field for field in ("top_k", "top_p")
         if getattr(hp, field) != getattr(_DEFAULTS, field)] + [
             "sampling_seed", "num_samples"]
-  elif name == "beam search":
-    own = ["beam_size", "alpha"] + (["return_beams"] if hp.return_beams
-                                    else [])
-  else:
-    own = []
+  else:  # greedy search reads return_beams too (a beam axis of one)
+    own = (["beam_size", "alpha"] if name == "beam search" else []) + (
+        ["return_beams"] if hp.return_beams else [])
   others = [field.name for field in dataclasses.fields(hp)
             if field.name not in _SAMPLING + _BEAM and
             getattr(hp, field.name) != field.default]

@@ -28,10 +28,6 @@ class ForcedPrefix:
     """Each row n times in a row (beams, samples)."""
     return ForcedPrefix(tf.repeat(self.ids, n, axis=0))
 
-  def rows(self, start, end):
-    """Rows start..end-1 (a concurrent search's block)."""
-    return ForcedPrefix(self.ids[start:end])
-
   def at(self, step):
     """(forcing bool [rows], tokens int32 [rows]): which rows write their
     prefix's token at position `step`, and that token."""

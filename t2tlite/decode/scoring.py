@@ -15,8 +15,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB
 from t2tlite.ids import EOS_ID, PAD_ID
-from t2tlite.decode.beam_search import IMPOSSIBLE_LOG_PROB
 
 
 def token_log_probs(model, inputs, targets):

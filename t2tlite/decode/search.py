@@ -2,11 +2,12 @@
 every output, concurrent searches over blocks of rows, the search's weights made
 once, and int8 as settled (`machine.settle`).
 
-    weights = fixed_search_weights(model)
     settled = machine.settle(hp)  # once, at the boundary
+    weights = fixed_search_weights(model, settled.int8,
+                                   settled.weights_first)
     result = search_with_hparams(model, inputs, settled,
                                  search_weights=weights)
-    # the same as
+    # the same as (unless settled.int8_per_call: an export's)
     result = decode(model, inputs, DecodePlan.from_settled(settled),
                     search_weights=weights)
 """
@@ -76,7 +77,7 @@ def int8_or_float(plan, int8_per_call, search_weights, search):
   """
   if not (plan.int8 and int8_per_call):
     return search(plan, search_weights)
-  plain = dataclasses.replace(plan, int8=False)
+  plain = dataclasses.replace(plan, int8=False, int8_weights_first=False)
   return tf.cond(int8_layer.kernel_works(),
                  lambda: search(plan, search_weights),
                  lambda: search(plain, None))
@@ -128,8 +129,9 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
       (see DecodeHParams for int8).
     constraint: None, or a `constraints.DecodeConstraint` that every output
       obeys.
-    search_weights: None (made in the graph, at every call), or
-      `fixed_search_weights(model, plan.int8)`, made once: int8 ones for an
+    search_weights: None (made in the graph, at every call, as the plan
+      says: int8 and its layout), or `fixed_search_weights(model,
+      plan.int8, plan.int8_weights_first)`, made once: int8 ones for an
       int8 search (else ValueError).
     target_prefix: None, or int32 [batch, prefix_len], each output's first
       tokens, 0-padded (`prefix.ForcedPrefix`); a prefix longer than its
@@ -138,16 +140,18 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
       (`tf.function(jit_compile=True)`); otherwise they grow one position
       per step, which moves less memory in graph mode.
   Returns:
-    {"outputs": int32 [batch, out_len] or, with plan.multiple_outputs,
-    [batch, beam, out_len] (ending with EOS, 0-padded), "scores": float32
-    [batch] or [batch, beam]}; out_len is src_len + extra_length (see
-    `decode_lengths`). Greedy and sampled scores are log-probabilities,
+    {"outputs": int32 [batch, out_len] or, with a beam axis (Beam
+    return_beams, Greedy beam_axis, Sample num_samples > 1; the settled
+    hp.multiple_outputs), [batch, beam, out_len] (ending with EOS,
+    0-padded), "scores": float32 [batch] or [batch, beam]}; out_len is
+    src_len + extra_length (see `decode_lengths`). Greedy and sampled scores are log-probabilities,
     beam scores are length-penalised.
   """
   if model.config.position_encoding == "learned":
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
-    search_weights = model.search_weights(int8=plan.int8)
+    search_weights = model.search_weights(
+        int8=plan.int8, int8_weights_first=plan.int8_weights_first)
   elif search_weights.int8 != plan.int8:
     raise ValueError(f"decode(int8={plan.int8}) was given the search "
                      f"weights of an int8={not plan.int8} search: make them "

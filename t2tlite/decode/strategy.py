@@ -73,12 +73,14 @@ class DecodePlan:
   """A decode request as the searches run it.
 
   strategy: Greedy, Beam or Sample; limits: OutputLimits; int8: the int8
-  search; concurrent_searches: searches side by side over blocks of a
-  batch's rows (>= 1, settled).
+  search; int8_weights_first: its kernels' layout, as settled for the
+  machine (`precision.int8_support`); concurrent_searches: searches side by
+  side over blocks of a batch's rows (>= 1, settled).
   """
   strategy: Strategy
   limits: OutputLimits
   int8: bool
+  int8_weights_first: bool
   concurrent_searches: int
 
   @classmethod
@@ -103,14 +105,5 @@ class DecodePlan:
       strategy = Beam(hp.beam_size, hp.alpha, hp.return_beams)
     limits = OutputLimits(hp.extra_length, hp.min_length,
                           hp.no_repeat_ngram_size)
-    return cls(strategy, limits, settled.int8, settled.searches)
-
-  @property
-  def multiple_outputs(self):
-    """Outputs get a beam (or sample) axis."""
-    strategy = self.strategy
-    if isinstance(strategy, Sample):
-      return strategy.num_samples > 1
-    if isinstance(strategy, Beam):
-      return strategy.return_beams
-    return strategy.beam_axis
+    return cls(strategy, limits, settled.int8, settled.weights_first,
+               settled.searches)

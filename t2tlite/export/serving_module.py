@@ -1,7 +1,7 @@
 """The tf.Module an export saves: tokenizer and search inside one graph.
 
-Signatures (TF Serving's signature_name; the two translating ones take the
-input key "inputs" and return the keys "outputs" and "scores"):
+Signatures (TF Serving's signature_name; the three translating ones take
+the input key "inputs" and return the keys "outputs" and "scores"):
 
     serving_default  inputs tf.string [batch], raw UTF-8 text
                      -> outputs tf.string [batch] text detokenized by the
@@ -29,8 +29,9 @@ input key "inputs" and return the keys "outputs" and "scores"):
 With the decode hparam return_beams (or num_samples > 1 when sampling),
 outputs and scores gain a beam (sample) axis after the batch axis (best
 first). Sampling hparams are fixed at export like the others; a sampled
-output depends only on sampling_seed and its input. Scores are those of t2t-decoder: beam
-search's length-penalised log-probability (greedy: the log-probability).
+output depends only on sampling_seed and its input. Scores are those of
+t2t-decoder: beam search's length-penalised log-probability (greedy: the
+log-probability).
 
 Input rules, applied in the graph so that no request fails:
   * text is made valid UTF-8 first: invalid bytes become U+FFFD;
@@ -260,7 +261,7 @@ def _saved_search_weights(fixed):
 
 
 class ServingModule(tf.Module):
-  """Model weights + vocabulary + the two serving functions.
+  """Model weights + vocabulary + the functions of its signatures.
 
   The Keras model is not an attribute (SavedModel would trace Keras's own
   default signature for it): the functions close over it, and the
@@ -286,8 +287,8 @@ class ServingModule(tf.Module):
     max_input_length: longest input in tokens with EOS; default
       model.config.max_length (hparams.max_length).
     target_vocab: the Vocabulary outputs are detokenized with; None: vocab.
-    constraint: None, or the DecodeConstraint both signatures' outputs obey
-      (`problem_decoding.decode_constraint`).
+    constraint: None, or the DecodeConstraint the translating signatures'
+      outputs obey (`problem_decoding.decode_constraint`).
     postprocess: None, or the text signature's in-graph postprocess
       (`Problem.postprocess_graph`; parsing: bracketed trees with the words).
   """

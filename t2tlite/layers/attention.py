@@ -14,7 +14,7 @@ from t2tlite.layers.linear import linear
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0
 # in float32 next to any real score, small enough to stay finite when added
 # to float32 scores (the search's scores use their own, smaller value:
-# beam_search.IMPOSSIBLE_LOG_PROB).
+# step_rules.IMPOSSIBLE_LOG_PROB).
 MASK_BIAS = -1e9
 
 

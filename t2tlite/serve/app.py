@@ -6,7 +6,8 @@
     POST /api/translate    {"lines": [...], "decode_hparams": "...",
                             "n_best": false, "target_prefixes": [...]}
                            -> {"translations": [...]} (+ "n_best": per line
-                           [{"text", "score"}, ...] best first, on request)
+                           [{"text", "score"}, ...] best first, or the
+                           samples in order when sampling, on request)
     POST /api/attention    {"line": "...", "decode_hparams": "...",
                             "target_prefix": "..."}
                            -> {"source", "target", "pieces": {"source",
@@ -39,6 +40,7 @@ import dataclasses
 import os
 import threading
 import time
+import typing
 
 import flask
 
@@ -75,10 +77,16 @@ class TranslateKey:
 
 @dataclasses.dataclass
 class Serving:
-  """The parts t2t-serve drives besides the app (app.extensions["t2tlite"])."""
+  """The parts t2t-serve drives besides the app (app.extensions["t2tlite"]).
+
+  attention_done: callable(timeout_secs) -> whether the attention requests
+    computing (not batched: `batcher` does not see them) finished within
+    the timeout; for a drain, once new ones are refused.
+  """
   batcher: batching.Batcher
   lifecycle: Lifecycle
   metrics: ServeMetrics
+  attention_done: typing.Callable[[float], bool]
 
 
 RETRY_AFTER_SECS = {batching.QueueFull: 1, batching.TimedOut: 1,
@@ -140,6 +148,19 @@ def _rounded(heads):
   return heads.astype("float64").round(_DIGITS).tolist()
 
 
+def _attention_answer(maps):
+  """/api/attention's JSON response of a model_source.Attention."""
+  def rounded(weights):
+    return {kind: [_rounded(layer) for layer in layers]
+            for kind, layers in weights.items()}
+  answer = {"source": maps.source, "target": maps.target,
+            "pieces": maps.pieces, "attention": rounded(maps.weights)}
+  if maps.members is not None:
+    answer["members"] = [{"attention": rounded(weights)}
+                         for weights in maps.members]
+  return flask.jsonify(answer)
+
+
 def make_app(source, limits, batch_limits=None, lifecycle=None):
   """The Flask app serving `source` (a ModelSource) under `limits`
   (validation.Limits), batching translations within `batch_limits`
@@ -156,7 +177,22 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
                              batch_limits or batching.BatchLimits(),
                              estimated_tokens, metrics).start()
   metrics.track_queue(batcher.queued_lines)
-  app.extensions["t2tlite"] = Serving(batcher, lifecycle, metrics)
+
+  def attention_done(timeout_secs):
+    # Every slot free at once: no attention request computing.
+    deadline = time.monotonic() + timeout_secs
+    taken = 0
+    try:
+      while taken < limits.max_concurrent and slots.acquire(
+          timeout=max(0.0, deadline - time.monotonic())):
+        taken += 1
+      return taken == limits.max_concurrent
+    finally:
+      for _ in range(taken):
+        slots.release()
+
+  app.extensions["t2tlite"] = Serving(batcher, lifecycle, metrics,
+                                      attention_done)
 
   def error(status, message, retry_after=None):
     response = flask.jsonify(error=message)
@@ -225,7 +261,7 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
     lines, overrides, n_best, prefixes = checks.translate_request(body(),
                                                                   limits)
     hp = source.decode_hparams(overrides)
-    checks.check_beam_size(hp, limits)
+    checks.check_search_width(hp, limits)
     source.check_prefixes(lines, overrides, n_best, prefixes)
     # Under waitress (channel_request_lookahead > 0) this tells whether
     # the client closed its connection; a dropped request is not decoded.
@@ -244,19 +280,13 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
 
   @app.post("/api/attention")
   def attention():
+    refuse_unless_ready()
     line, overrides, prefix = checks.attention_request(body(), limits)
-    checks.check_beam_size(source.decode_hparams(overrides), limits)
-    maps = computing(lambda: source.attention(line, overrides, prefix))
-
-    def rounded(weights):
-      return {kind: [_rounded(layer) for layer in layers]
-              for kind, layers in weights.items()}
-    answer = {"source": maps.source, "target": maps.target,
-              "pieces": maps.pieces, "attention": rounded(maps.weights)}
-    if maps.members is not None:
-      answer["members"] = [{"attention": rounded(weights)}
-                           for weights in maps.members]
-    return flask.jsonify(answer)
+    checks.check_search_width(source.decode_hparams(overrides), limits)
+    # The answer is made while the slot is held, so that a drain that
+    # waits for the slots (attention_done) finds it made.
+    return computing(lambda: _attention_answer(
+        source.attention(line, overrides, prefix)))
 
   @app.errorhandler(checks.BadRequest)
   @app.errorhandler(RequestError)

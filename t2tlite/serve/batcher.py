@@ -7,9 +7,9 @@ request gets back its own lines' results.
     results = batcher.submit(key, items)   # blocks; raises QueueFull, ...
     batcher.drain(timeout_secs=30)          # stop taking, finish the queue
 
-`decode(key, items)` gets the items (one per line: a str today, or any
-value carrying per-line fields, such as a target prefix) of every request in
-the batch, in order, and returns one result per item. One worker thread
+`decode(key, items)` gets the items (one per line: any value, such as
+t2t-serve's TranslateLine, a line and its target prefix) of every request
+in the batch, in order, and returns one result per item. One worker thread
 calls it, so the model computes one batch at a time (a batch uses every
 core: an export runs its concurrent searches inside).
 

@@ -1,7 +1,8 @@
 """A server's life: warming up, then ready, then draining (after SIGTERM).
 
-GET /readyz answers 200 only when ready; translate requests get a 503
-while warming up or draining, so a load balancer sends them elsewhere.
+GET /readyz answers 200 only when ready; translate and attention requests
+get a 503 while warming up or draining, so a load balancer sends them
+elsewhere.
 """
 import threading
 

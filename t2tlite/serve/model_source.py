@@ -66,6 +66,15 @@ def _run_folder_of(checkpoint):
   return None
 
 
+def _with_n_best(hp, n_best):
+  """hp as the run folder decodes a request: with n_best, every beam
+  (return_beams); a sampling request's n-best is its num_samples samples,
+  in order (return_beams is for beam search)."""
+  if not n_best or hp.sampling:
+    return hp
+  return dataclasses.replace(hp, return_beams=True)
+
+
 @dataclasses.dataclass
 class Attention:
   """One sentence's attention maps.
@@ -171,15 +180,17 @@ class ModelSource:
             "decode_hparams": dataclasses.asdict(self._base_hparams()),
             "layers": hp.num_layers if hp else None,
             "heads": hp.num_heads if hp else None,
-            "n_best": bool(self.run_folder or self._export_returns_beams()),
+            "n_best": bool(self.run_folder or self._export_has_n_best()),
             "ensemble": self.ensemble}
 
   def _run_info(self):
     from t2tlite import run_dir
     return run_dir.read_run_info(self.run_folder)
 
-  def _export_returns_beams(self):
-    return bool(self.metadata.get("decode_hparams", {}).get("return_beams"))
+  def _export_has_n_best(self):
+    """Whether the export returns several outputs a line (beams or
+    samples)."""
+    return bool(self.metadata) and self._base_hparams().multiple_outputs
 
   def _problem(self):
     if self.metadata:
@@ -218,8 +229,10 @@ class ModelSource:
     `prefixes` gives one per line, "" for none).
 
     Returns:
-      (translations: list of str, n_best: None, or per line a list of
-      {"text", "score"} best first).
+      (translations: a str per line (the first of its outputs when the
+      decode hparams give several: return_beams, num_samples > 1), n_best:
+      None, or per line a list of {"text", "score"}: every beam, best
+      first, or when sampling the num_samples samples, in order).
     Raises:
       RequestError: bad decode hparams, or a request only the run folder
         can answer when there is none.
@@ -229,15 +242,14 @@ class ModelSource:
       prefixes = None
     if self._uses_export(hp, n_best):
       outputs, scores = self._translate_export(lines, prefixes)
-      beams = hp.return_beams
     else:
       self._need_run("these decode hparams" if not n_best else "the n-best")
-      if n_best:
-        hp = dataclasses.replace(hp, return_beams=True)
+      hp = _with_n_best(hp, n_best)
       outputs, scores = self._translate_run(lines, hp, prefixes)
-      beams = hp.return_beams
-    if not beams:
-      return outputs, None
+    if not hp.multiple_outputs:  # one output a line
+      if not n_best:
+        return outputs, None
+      outputs, scores = [[text] for text in outputs], [[s] for s in scores]
     nbest = [[{"text": t, "score": s} for t, s in zip(texts, line_scores)]
              for texts, line_scores in zip(outputs, scores)]
     return [texts[0] for texts in outputs], nbest if n_best else None
@@ -245,7 +257,7 @@ class ModelSource:
   def _uses_export(self, hp, n_best):
     """Whether the export (not the run folder) translates for hp."""
     return bool(self.saved_model_dir and hp == self._base_hparams() and
-                (not n_best or self._export_returns_beams()))
+                (not n_best or self._export_has_n_best()))
 
   def check_prefixes(self, lines, overrides="", n_best=False, prefixes=None):
     """Raises RequestError naming the first of `prefixes` (one per line of
@@ -259,9 +271,7 @@ class ModelSource:
     if self._uses_export(hp, n_best):
       return
     self._need_run("these decode hparams" if not n_best else "the n-best")
-    if n_best:
-      hp = dataclasses.replace(hp, return_beams=True)
-    decoder, _ = self._decoder(hp)
+    decoder, _ = self._decoder(_with_n_best(hp, n_best))
     try:
       decoder.prefix_ids(lines, prefixes)
     except ValueError as error:
@@ -356,7 +366,7 @@ class ModelSource:
     if postprocess is not None:
       def post(text, source):
         return postprocess(text, inputs=source) if source.strip() else text
-      outputs = [[post(t, src) for t in out] if hp.return_beams else
+      outputs = [[post(t, src) for t in out] if hp.multiple_outputs else
                  post(out, src) for out, src in zip(outputs, lines)]
     return outputs, scores
 
@@ -382,7 +392,7 @@ class ModelSource:
       each = attention_plots.decoded_attention_maps(decoder, line,
                                                     target_prefix)
     except ValueError as error:  # a prefix the request cannot have
-      raise RequestError(str(error)) from None
+      raise RequestError(f"target_prefix: {error}") from None
     maps = each[0]
     target = maps["target"]
     if postprocess is not None:

@@ -2,10 +2,11 @@
 field and what was expected (the server answers it with HTTP 400).
 
     POST /api/translate  {"lines": [str, ...], "decode_hparams": str,
-                          "n_best": bool}
-    POST /api/attention  {"line": str, "decode_hparams": str}
+                          "n_best": bool, "target_prefixes": [str, ...]}
+    POST /api/attention  {"line": str, "decode_hparams": str,
+                          "target_prefix": str}
 
-decode_hparams and n_best are optional.
+All but lines and line are optional.
 """
 import dataclasses
 import json
@@ -18,7 +19,8 @@ class Limits:
   max_request_bytes: body size (larger: HTTP 413).
   max_lines: lines in one translate request.
   max_line_chars: characters in one line.
-  max_beam_size: the largest decode hparam beam_size a request may set.
+  max_beam_size: the largest decode hparam beam_size a request may set
+    (and num_samples, when it samples).
   max_concurrent: requests computing at once (more wait up to
     busy_timeout_secs, then get HTTP 503).
   busy_timeout_secs: that wait.
@@ -118,8 +120,12 @@ def attention_request(data, limits):
   return line, _decode_hparams(data), prefix
 
 
-def check_beam_size(hp, limits):
-  """Raises BadRequest when DecodeHParams hp searches wider than allowed."""
-  if hp.beam_size > limits.max_beam_size:
-    raise BadRequest(f"decode hparam beam_size={hp.beam_size}: more than the "
-                     f"limit of {limits.max_beam_size} (--max_beam_size)")
+def check_search_width(hp, limits):
+  """Raises BadRequest when DecodeHParams hp decode more hypotheses a line
+  than --max_beam_size allows: its beam_size, or when sampling its
+  num_samples (each a row of the search)."""
+  name = "num_samples" if hp.sampling else "beam_size"
+  if hp.outputs_per_input > limits.max_beam_size:
+    raise BadRequest(f"decode hparam {name}={hp.outputs_per_input}: more "
+                     f"than the limit of {limits.max_beam_size} "
+                     "(--max_beam_size)")

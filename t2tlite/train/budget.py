@@ -320,7 +320,7 @@ class Planner:
     self.chief_values, self.evaluate = chief_values, evaluate
     self.apply, self.record = apply, record
     # Which re-plans the log shows: made with the plan this process makes
-    # (a resumed run keeps its plan and neither re-plans nor summarises).
+    # (`planned_here`).
     self.replan_log = None
     # Evaluations every this many steps (and one at the end); 0: none.
     self.eval_every = (config.local_eval_frequency
@@ -386,12 +386,19 @@ class Planner:
                    "(--train_steps) ends the run early.", fitting, total)
     return metrics
 
-  def may_replan(self, step, start_step):
+  @property
+  def planned_here(self):
+    """Whether this process made the run's plan (`make_plan`). A resumed
+    run's plan was made on another clock, so it is kept as it is: neither
+    re-planned nor summarised (even from a checkpoint older than it)."""
+    return self.replan_log is not None
+
+  def may_replan(self, step):
     """Whether a budgeted run may re-estimate its plan after `step`: this
-    process made the plan (a resumed run's clock started later), enough
-    steps were taken since, and the cool-down has not started."""
+    process made the plan, enough steps were taken since, and the cool-down
+    has not started."""
     plan = self.plan
-    return (plan is not None and start_step < plan.planned_at_step and
+    return (self.planned_here and
             step - plan.planned_at_step >= MEASURE_STEPS and
             step < plan.train_steps and
             not cooldown_started(step, plan.train_steps, self.warmup_steps,

@@ -72,6 +72,15 @@ class Evaluator:
   # itself: the model's code needs no conversion (see train_step.py).
   @tf.autograph.experimental.do_not_convert
   def _eval_replica_fn(self, batch):
+    """Teacher-forced sums of one batch (per replica).
+
+    Args:
+      batch: {"inputs": int32 [batch, src_len], "targets": int32 [batch,
+        tgt_len]}, 0 = padding.
+    Returns:
+      {"loss", "nll", "tokens", "correct_tokens", "sequences" (rows with a
+      real target token), "correct_sequences"}: float32 [] sums.
+    """
     targets = batch["targets"]
     logits = self.model(batch, training=False)
     smoothed, nll, weights = smoothed_cross_entropy(logits, targets,
@@ -87,6 +96,9 @@ class Evaluator:
                 (row_tokens > 0) & (row_correct == row_tokens), tf.float32))}
 
   def _eval_loop_fn(self, iterator, max_batches):
+    """`_eval_replica_fn`'s sums over every replica and at most
+    `max_batches` (int32 []) batches of a distributed `iterator`, or until
+    it ends."""
     keys = ("loss", "nll", "tokens", "correct_tokens", "sequences",
             "correct_sequences")
     totals = {k: tf.constant(0.0) for k in keys}

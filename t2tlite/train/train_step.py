@@ -70,7 +70,18 @@ class TrainStep:
     self.function = tf.function(self._train_step_fn, autograph=False)
 
   def _micro_step_fn(self, batch, denominator):
-    """Gradients of one batch's share of the step loss (per replica)."""
+    """Gradients of one batch's share of the step loss (per replica).
+
+    Args:
+      batch: {"inputs": int32 [batch, src_len], "targets": int32 [batch,
+        tgt_len]}, 0 = padding.
+      denominator: float32 []: the real target tokens of the whole step
+        (every replica, every accumulated batch).
+    Returns:
+      (grads: one dense tensor per trainable variable, of its shape;
+      sums: {"loss", "nll", "target_tokens", "source_tokens"}: float32 []
+      sums over the batch's real tokens).
+    """
     targets = batch["targets"]
     with tf.GradientTape() as tape:
       logits = self.model(batch, training=True)
@@ -89,6 +100,14 @@ class TrainStep:
     return grads, sums
 
   def _replica_train_step(self, batches):
+    """One replica's part of the update: the gradients of its `batches` (a
+    tuple of gradient_accumulation_steps batches, each as in
+    `_micro_step_fn`), summed, all-reduced and applied.
+
+    Returns:
+      (sums: as `_micro_step_fn`'s, over `batches`; {"grad_norm",
+      "learning_rate"}: float32 [], the same on every replica).
+    """
     context = tf.distribute.get_replica_context()
     local_tokens = tf.add_n([tf.reduce_sum(tf.cast(b["targets"] != 0,
                                                    tf.float32))
@@ -112,6 +131,8 @@ class TrainStep:
     return sums, {"grad_norm": grad_norm, "learning_rate": learning_rate}
 
   def _train_step_fn(self, iterator):
+    """`function`'s body: the replicas' sums added up; grad_norm and
+    learning_rate, the same on every replica, as they are (their mean)."""
     batches = tuple(next(iterator)
                     for _ in range(self.hp.gradient_accumulation_steps))
     sums, same = self.strategy.run(self._replica_train_step, args=(batches,))

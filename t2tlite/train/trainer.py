@@ -89,7 +89,6 @@ class Trainer:
     self.on_worker_lost = on_worker_lost
     self.make_dataset = make_dataset
     self.chief = strategy_lib.is_chief(strategy)
-    self.multi_worker = strategy_lib.is_multi_worker(strategy)
     with strategy.scope():
       self.model = models.build_model(
           hp, vocab_size, dtype=config.keras_policy,
@@ -345,13 +344,13 @@ class Trainer:
             stop.requested or "signal to another worker", step,
             os.path.join(config.output_dir, f"ckpt-{step}"))
       if step % config.log_every_steps == 0 and self.planner.may_replan(
-          step, start_step):
+          step):
         self.planner.replan(step, time.monotonic() - clock_start,
                             eval_seconds)
         config = self.config
     if self._saved_step != step:
       self.save()
-    if config.plan is not None and start_step < config.plan.planned_at_step:
+    if self.planner.planned_here:
       minutes = (time.monotonic() - clock_start) / 60
       (logging.info if minutes <= config.train_minutes else logging.warning)(
           "Step %d (final checkpoint) after %.1f minutes of the "

@@ -146,6 +146,12 @@ def test_api_target_prefixes_start_the_translations(client):
         content_type="application/json")
     assert answer.status_code == 400, answer.get_json()
     assert message in answer.get_json()["error"]
+  answer = client.post("/api/attention", data=json.dumps({
+      "line": lines[0], "target_prefix": "\u65e5\u672c"}),
+      content_type="application/json")
+  assert answer.status_code == 400, answer.get_json()
+  assert answer.get_json()["error"].startswith(
+      "target_prefix: target prefix 1"), answer.get_json()
 
 
 def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):

@@ -1,5 +1,6 @@
 """The benchmark scripts run, say where they ran, and their table reads
 what they wrote."""
+import ast
 import glob
 import importlib.util
 import json
@@ -84,6 +85,52 @@ def test_bench_scripts_use_only_public_entry_points():
       source = f.read()
     assert "sys.path" not in source, path
     assert not re.search(r"trainer\._\w", source), path
+
+
+def _run_py_functions():
+  """{name: ast.arguments} of bench/run.py's top-level functions."""
+  with open(os.path.join(BENCH, "run.py"), encoding="utf-8") as f:
+    tree = ast.parse(f.read())
+  return {node.name: node.args for node in tree.body
+          if isinstance(node, ast.FunctionDef)}
+
+
+def _call_fits(call, arguments):
+  """Whether `call` (an ast.Call) passes what a function of `arguments`
+  takes: no more positional arguments than it has, keywords it names, and
+  every parameter without a default given."""
+  names = [a.arg for a in arguments.args]
+  given = names[:len(call.args)] + [k.arg for k in call.keywords]
+  required = names[:len(names) - len(arguments.defaults)]
+  return (len(call.args) <= len(names) and
+          all(name in names + [a.arg for a in arguments.kwonlyargs]
+              for name in given) and
+          all(name in given for name in required))
+
+
+def test_bench_scripts_call_run_py_as_it_is():
+  """Scripts that import run.py (profile_decode.py) call only functions it
+  has, with arguments they take: nothing else runs those scripts."""
+  functions = _run_py_functions()
+  checked = 0
+  for path in glob.glob(os.path.join(BENCH, "*.py")):
+    with open(path, encoding="utf-8") as f:
+      tree = ast.parse(f.read())
+    aliases = {alias.asname or alias.name for node in ast.walk(tree)
+               if isinstance(node, ast.Import) for alias in node.names
+               if alias.name == "run"}
+    for node in ast.walk(tree):
+      if (isinstance(node, ast.Call) and
+          isinstance(node.func, ast.Attribute) and
+          isinstance(node.func.value, ast.Name) and
+          node.func.value.id in aliases):
+        name = node.func.attr
+        assert name in functions, f"{path}: run.{name} does not exist"
+        assert _call_fits(node, functions[name]), (
+            f"{path}:{node.lineno}: run.{name} takes "
+            f"{[a.arg for a in functions[name].args]}")
+        checked += 1
+  assert checked >= 3
 
 
 def test_versus_peers_sitting_variants():

@@ -3,7 +3,6 @@ errors, progress while training, a plugin model through t2t-trainer and
 t2t-decoder, the decoder's warning on inputs longer than training; and CI
 runs the README's test command."""
 import json
-import os
 import pathlib
 import re
 import subprocess

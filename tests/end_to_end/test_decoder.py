@@ -255,6 +255,17 @@ def test_ensemble_members_must_share_problem_and_vocabulary(trained,
 
 
 @pytest.mark.timeout(240)
+def test_decoder_wants_one_prefix_a_line(trained):
+  _, model, vocab = trained
+  decoder = Decoder(model, vocab, settle(DecodeHParams(beam_size=1,
+                                                       extra_length=4)))
+  lines = multi30k_lines("en", 2)
+  for decode in (decoder.decode_batch, decoder.decode_lines):
+    with pytest.raises(ValueError, match="1 target prefixes for 2 lines: "
+                       "expected one per line"):
+      decode(lines, prefixes=["Ein"])
+
+
 def test_t2t_decoder_target_prefix_file(trained, tmp_path):
   folder, _, _ = trained
   lines = ["A dog runs.", "", "Two men sit on a bench.", "A cat."]

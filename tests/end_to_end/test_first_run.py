@@ -9,7 +9,6 @@ for a short budget, with a schedule shortened to fit it and fewer dev lines
 decoded, to keep the suite fast.
 """
 import json
-import os
 import re
 import subprocess
 
@@ -17,6 +16,7 @@ import pytest
 
 import browser as browser_lib
 import train_helpers
+from user_env import clean_env
 
 # The README's quick start, with the test's folders: the flags of
 # QUICK_START, then the shortening ones.
@@ -32,12 +32,6 @@ THREAD_ID = re.compile(r"(?<![\d.])\d{9,}(?![\d.])")
 SOURCE_PATH = re.compile(r"\b[\w/.-]+\.py(:\d+)?\b")
 
 
-def _env():
-  """A new user's environment: no TensorFlow or absl logging settings."""
-  return {k: v for k, v in os.environ.items()
-          if not k.startswith(("TF_CPP_", "GLOG_", "ABSL_"))}
-
-
 @pytest.fixture(scope="module")
 def quick_start(tmp_path_factory):
   """(run folder, trainer CompletedProcess, decoder CompletedProcess)."""
@@ -46,13 +40,13 @@ def quick_start(tmp_path_factory):
   trainer = subprocess.run(
       [train_helpers.console_script("t2t-trainer"), *QUICK_START, *SHORTER,
        f"--data_dir={root / 't2t_data'}", f"--output_dir={output_dir}"],
-      capture_output=True, text=True, env=_env(), timeout=400)
+      capture_output=True, text=True, env=clean_env(), timeout=400)
   assert trainer.returncode == 0, trainer.stderr[-5000:]
   decoder = subprocess.run(
       [train_helpers.console_script("t2t-decoder"),
        f"--output_dir={output_dir}", "--decode_interactive"],
-      input="1 2 3 4 5 6 7\n", capture_output=True, text=True, env=_env(),
-      timeout=300)
+      input="1 2 3 4 5 6 7\n", capture_output=True, text=True,
+      env=clean_env(), timeout=300)
   assert decoder.returncode == 0, decoder.stderr[-5000:]
   return output_dir, trainer, decoder
 
@@ -87,7 +81,7 @@ def test_verbosity_brings_back_absl_prefix(quick_start):
       [train_helpers.console_script("t2t-decoder"),
        f"--output_dir={output_dir}", "--decode_interactive",
        "--verbosity=1"],
-      input="1 2 3\n", capture_output=True, text=True, env=_env(),
+      input="1 2 3\n", capture_output=True, text=True, env=clean_env(),
       timeout=300)
   assert decoder.returncode == 0, decoder.stderr[-5000:]
   assert re.search(r"^I\d{4} [\d:.]+ +\d+ t2t_decoder\.py:\d+\] Decoding "

@@ -45,8 +45,9 @@ def reverse_dataset(context, rows=8):
                                                    "targets": shape})
 
 
-def tiny_trainer(output_dir, strategy, hparams="", **config):
-  """A Trainer of the tiny model on `reverse_dataset` (training and eval)."""
+def tiny_trainer(output_dir, strategy, hparams="", batches=None, **config):
+  """A Trainer of the tiny model on `reverse_dataset` (training and eval;
+  its first `batches` batches per input pipeline when given, else endless)."""
   import keras
   import t2tlite
   from t2tlite.train.config import TrainConfig
@@ -63,7 +64,7 @@ def tiny_trainer(output_dir, strategy, hparams="", **config):
       hp, TrainConfig(output_dir=output_dir, **config), strategy,
       SYNTHETIC_VOCAB,
       lambda split, training: strategy.distribute_datasets_from_function(
-          reverse_dataset))
+          lambda context: reverse_dataset(context).take(batches or -1)))
 
 
 def python_script(body):

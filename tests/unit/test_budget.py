@@ -177,9 +177,9 @@ def test_planner_plans_and_replans_on_the_chief_clock():
   assert (plan.planned_at_step, plan.eval_seconds, plan.cooldown_steps) == (
       50, 6.0, 200)
   assert applied == [plan] and recorded == [plan.to_json()]
-  # A resumed run (its clock started after the plan) keeps the plan.
-  assert not planner.may_replan(250, start_step=50)
-  assert planner.may_replan(250, start_step=0)
+  assert planner.planned_here
+  assert not planner.may_replan(50 + budget.MEASURE_STEPS - 1)
+  assert planner.may_replan(250)
   planner.replan(250, elapsed=0.0, eval_seconds=0.0)  # the chief's count
   replanned = budget.replanned_train_steps(
       600, 88.0, 250, 0.2, plan.train_steps, 100, 200, 100, 6.0)
@@ -188,6 +188,20 @@ def test_planner_plans_and_replans_on_the_chief_clock():
   assert (planner.plan.train_steps, planner.plan.replanned_at_step) == (
       replanned, 250)
   assert recorded[-1] == planner.plan.to_json()
+
+
+def test_a_resumed_plan_is_kept_even_from_an_older_checkpoint():
+  # The plan of run.json, made by an earlier process on its own clock; the
+  # checkpoint resumed from may be older than the plan.
+  plan = budget.Plan(train_minutes=10, train_steps=1000, planned_at_step=50,
+                     planned_after_seconds=36.0, step_seconds=0.1,
+                     eval_seconds=6.0, cooldown_steps=200)
+  config = types.SimpleNamespace(
+      train_minutes=10, max_planned_steps=0, schedule="train_and_evaluate",
+      local_eval_frequency=100, plan=plan)
+  planner = budget.Planner(config, 100, 200, None, None, None)
+  assert planner.plan == plan and not planner.planned_here
+  assert not planner.may_replan(250)
 
 
 def test_replan_log_shows_the_moves_that_matter_and_counts_all():

@@ -11,6 +11,7 @@ from t2tlite.decode.settings import DecodeHParams
     ("beam_size=8,alpha=1.0,return_beams=true",
      "beam search: beam_size=8, alpha=1, return_beams=True"),
     ("beam_size=1", "greedy search"),
+    ("beam_size=1,return_beams=true", "greedy search: return_beams=True"),
     ("beam_size=1,min_length=2,int8=true",
      "greedy search; min_length=2, int8=True"),
     ("sampling_temperature=0.7",

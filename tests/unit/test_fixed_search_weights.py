@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from decode_helpers import decode_ids
+from t2tlite.decode import machine
 from t2tlite.decode.search import fixed_search_weights
+from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
@@ -24,13 +26,19 @@ def searcher(model, int8, searches, search_weights=None):
       concurrent_searches=searches, search_weights=search_weights))
 
 
+def _layout(int8):
+  """The int8 layout settled for this machine (weights first with VNNI)."""
+  return machine.settle(DecodeHParams(int8=int8)).weights_first
+
+
 @pytest.mark.parametrize("int8,searches", [
     (False, 1), pytest.param(True, 2, marks=needs_int8)])
 def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
     tiny_model, int8, searches):
   expected = searcher(tiny_model, int8, searches)(INPUTS)
+  # Made as a Decoder makes them: in the layout settled for the machine.
   fixed = searcher(tiny_model, int8, searches,
-                   fixed_search_weights(tiny_model, int8))
+                   fixed_search_weights(tiny_model, int8, _layout(int8)))
   for _ in range(2):  # and again: the weights are read, not used up
     result = fixed(INPUTS)
     np.testing.assert_array_equal(result["outputs"], expected["outputs"])
@@ -93,6 +101,17 @@ def test_the_traced_search_does_not_make_the_weights(tiny_model):
   assert "Round" in graph_ops(graph(True, None))
   assert "Round" not in graph_ops(
       graph(True, fixed_search_weights(tiny_model, int8=True)))
+
+
+@needs_int8
+def test_weights_made_per_call_are_in_the_settled_layout(tiny_model):
+  """The plan carries the int8 layout settled for the machine: weights
+  made in the graph use it, as a Decoder's fixed ones do (weights first,
+  uint8, with VNNI)."""
+  graph = searcher(tiny_model, True, 1).get_concrete_function(INPUTS).graph
+  uint8 = any(out.dtype == tf.uint8 for op in graph.get_operations()
+              for out in op.outputs)
+  assert uint8 == _layout(True)
 
 
 def test_the_weights_say_whether_they_are_int8(tiny_model):

@@ -70,3 +70,23 @@ def test_model_source_names_what_it_expected(tmp_path):
   (tmp_path / "export" / "3" / "saved_model.pb").write_bytes(b"")
   with pytest.raises(FileNotFoundError, match="without assets.extra"):
     ModelSource.open(str(tmp_path / "export"))
+
+
+def test_search_width_bounds_the_beam_or_the_samples():
+  """--max_beam_size bounds what a request decodes a line: its beam, or
+  when it samples its num_samples (each a row of the search)."""
+  from t2tlite.decode.settings import DecodeHParams
+  limits = validation.Limits(max_beam_size=4)
+  validation.check_search_width(DecodeHParams(beam_size=4), limits)
+  # A sampling request's beam_size is unused: not bounded.
+  validation.check_search_width(DecodeHParams(
+      beam_size=8, sampling_temperature=1.0, num_samples=4), limits)
+  with pytest.raises(validation.BadRequest,
+                     match=r"beam_size=5: more than the limit of 4 "
+                     r"\(--max_beam_size\)"):
+    validation.check_search_width(DecodeHParams(beam_size=5), limits)
+  with pytest.raises(validation.BadRequest,
+                     match=r"num_samples=500: more than the limit of 4 "
+                     r"\(--max_beam_size\)"):
+    validation.check_search_width(DecodeHParams(
+        sampling_temperature=1.0, num_samples=500), limits)

@@ -133,8 +133,16 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   evaluation = train_helpers.read_scalars(os.path.join(output_dir, "eval"))
   assert set(evaluation) == {"loss", "nll", "accuracy", "sequence_accuracy"}
   assert sorted(evaluation["loss"]) == [2, 4]
-  # The whole split when eval_steps=0 (a finite dataset ends the loop).
+  # eval_steps batches of the endless set at each evaluation.
   assert trainer.evaluate()["sequences"] == 3 * 8
+
+
+def test_eval_steps_0_evaluates_the_whole_split(tmp_path, strategy):
+  # The evaluation loop ends with a finite dataset (5 batches of 8 rows).
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy, batches=5,
+                                       eval_steps=0)
+  metrics = trainer.evaluate()
+  assert (metrics["step"], metrics["sequences"]) == (0, 5 * 8)
 
 
 def test_sequence_accuracy_counts_fully_correct_rows(strategy, tmp_path):
@@ -293,3 +301,28 @@ def test_a_ceiling_ends_a_budgeted_run_of_a_fast_machine(tmp_path, strategy,
   rates = train_helpers.read_scalars(output_dir)["learning_rate"]
   top = hp.learning_rate_scale * hp.d_model**-0.5 * 100**-0.5
   assert rates[100] == pytest.approx(top / 30, rel=1e-3)
+
+
+def test_a_run_resumed_before_its_plan_continues_the_plan(tmp_path, strategy):
+  # A checkpoint older than the plan in run.json (a process preempted while
+  # timing its steps, the next one planned and was lost before saving): the
+  # resumed run trains to the plan's end, neither re-planning (its clock is
+  # not the planning process's) nor summarising a plan it did not make.
+  from t2tlite.train import budget
+  output_dir = str(tmp_path)
+  (tmp_path / "run.json").write_text("{}")
+  train_helpers.tiny_trainer(output_dir, strategy, train_steps=5,
+                             schedule="train").train()
+  plan = budget.Plan(train_minutes=1.0, train_steps=40, planned_at_step=8,
+                     planned_after_seconds=10.0, step_seconds=0.1,
+                     eval_seconds=0.0, cooldown_steps=10)
+  run_dir.record_plan(output_dir, plan.to_json())
+  trainer = train_helpers.tiny_trainer(
+      output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=10",
+      schedule="train", train_minutes=1.0, plan=plan)
+  assert trainer.step == 5
+  trainer.train()
+  assert trainer.step == 40
+  assert trainer.config.plan == plan
+  assert json.loads((tmp_path / "run.json").read_text())["plan"] == (
+      plan.to_json())
