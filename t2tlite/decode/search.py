@@ -57,6 +57,19 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
+def length_order(inputs):
+  """The rows' order by input length, shortest first, ties in batch order.
+
+  Args:
+    inputs: int32 [batch, src_len], 0-padded.
+  Returns:
+    int32 [batch]: row indices; `tf.math.invert_permutation` of it puts
+    rows gathered in this order back.
+  """
+  lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
+  return tf.argsort(lengths, stable=True)
+
+
 def int8_or_float(plan, int8_per_call, search_weights, search):
   """search(plan, search_weights), int8 as settled.
 
@@ -211,8 +224,7 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     # arrival order (t2t-serve's, TF Serving's) would run every block to
     # the batch's longest row. Each row's output does not depend on its
     # batch, so only the order is restored after.
-    order = tf.argsort(tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32),
-                                     axis=1), stable=True)
+    order = length_order(inputs)
     parts = [tf.gather(part, order) for part in parts]
     # Traced once, called once a block: independent calls, which the
     # runtime inlines and runs side by side.
