@@ -4,6 +4,8 @@ the same lines, same model, same sitting.
     python bench/serve_load.py --output_dir=RUN_FOLDER [--inputs=lines.txt]
     python bench/serve_load.py --hparams_set=transformer_base \\
         [--decode_hparams=beam_size=4,alpha=0.6,extra_length=10]
+    python bench/serve_load.py ... [--overload_clients=128]
+        [--overload_secs=5] [--overload_repeats=1]
 
 Exports the run folder (or, with --hparams_set, a randomly initialised
 model of that set with a vocabulary trained on the lines, as
@@ -19,24 +21,30 @@ the export on a free port of 127.0.0.1 with its default flags, then for
     lines, one sentence a POST /api/translate, shared out among the
     clients (client i sends lines i, i + clients, ...).
 
-After the rounds, once, the overload (--overload_clients, default 128;
-0: none) against the same server and its default queue: that many
-clients each send one-sentence requests, one after another, for
---overload_secs seconds. Its JSON line ("overload": true) holds:
-"statuses" (count by HTTP status; "none" for no answer), "shed_ms"
-(max and p99 of the 503s' latency as the clients measured it),
-"server_shed" (the 503s the server's /metrics histogram counted, how many
-within 100 ms, their mean, and the histogram's upper bound for the
-slowest), "answered_p50_ms"/"answered_p99_ms" (the 200s), "mismatches"
-(200s differing from the line's answer alone), "after" (--after_requests
+After the rounds, the overload (--overload_clients, default 128; 0:
+none; --overload_repeats times, default once) against the same server
+and its default queue: that many clients each send one-sentence
+requests, one after another, for --overload_secs seconds. Its JSON line
+("overload": true, "repeat") holds: "statuses" (count by HTTP status;
+"none" for no answer), "shed_ms" (max and p99 of the 503s' latency as
+the clients measured it), "server_shed" (the 503s the server's /metrics
+histogram counted, how many within 100 ms, their mean, and the
+histogram's upper bound for the slowest),
+"answered_p50_ms"/"answered_p99_ms" (the 200s), "mismatches" (200s
+differing from the line's answer alone), "after" (--after_requests
 normal requests sent one at a time once it settled: how many got 200
 with the line's answer alone), "rss_kb" (the server's resident memory,
 VmRSS of /proc/PID/status: after warm-up, before the overload, and
 settled: after a --settle_secs pause and those requests), "rss_ratio"
 (settled over before the overload, and over after warm-up), and
 "requirement": whether only 200s and 503s came, every 503 within 100 ms
-by both clocks (null if none came), every request afterwards answered as alone, and the
-memory settled within 10% of where it was before the overload.
+by both clocks (null if no 503 came), every request afterwards answered
+as alone, and the memory settled within 10% of where it was before the
+overload. A client sends its next request as soon as it has an answer, a
+503 too (the worst case: it does not wait the Retry-After). 128
+one-sentence clients cannot pass the default queue of 128 lines (at most
+128 requests wait, fewer while a batch computes), so they get no 503;
+more clients do.
 
 Prints JSON lines: the machine (bench/export_latency.py's), one line a
 measurement, then the medians over rounds: sentences/s, p50 and p99
@@ -324,6 +332,9 @@ def main():
                       "(0: none).")
   parser.add_argument("--overload_secs", type=float, default=5.0,
                       help="How long each overload client sends requests.")
+  parser.add_argument("--overload_repeats", type=int, default=1,
+                      help="Overloads one after another (the memory over "
+                      "several).")
   parser.add_argument("--settle_secs", type=float, default=3.0,
                       help="Pause after the overload before the normal "
                       "requests and the settled memory.")
@@ -367,9 +378,10 @@ def main():
           row = dict(load_level(url, lines, clients, expected), round=round_)
           measured.append(row)
           print(json.dumps(row), flush=True)
-      if args.overload_clients:
-        print(json.dumps(overload(url, proc.pid, lines, expected, args,
-                                  rss_warm)), flush=True)
+      for repeat in range(args.overload_repeats if args.overload_clients
+                          else 0):
+        print(json.dumps(dict(overload(url, proc.pid, lines, expected, args,
+                                       rss_warm), repeat=repeat)), flush=True)
     finally:
       proc.send_signal(signal.SIGTERM)
       exit_status = proc.wait(timeout=120)
