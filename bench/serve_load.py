@@ -4,6 +4,8 @@ the same lines, same model, same sitting.
     python bench/serve_load.py --output_dir=RUN_FOLDER [--inputs=lines.txt]
     python bench/serve_load.py --hparams_set=transformer_base \\
         [--decode_hparams=beam_size=4,alpha=0.6,extra_length=10]
+    python bench/serve_load.py ... [--overload_clients=128]
+        [--overload_secs=5] [--overload_repeats=1]
 
 Exports the run folder (or, with --hparams_set, a randomly initialised
 model of that set with a vocabulary trained on the lines, as
@@ -18,6 +20,31 @@ the export on a free port of 127.0.0.1 with its default flags, then for
   * for each of --clients (1, 4, 16, 64) concurrent clients: the --lines
     lines, one sentence a POST /api/translate, shared out among the
     clients (client i sends lines i, i + clients, ...).
+
+After the rounds, the overload (--overload_clients, default 128; 0:
+none; --overload_repeats times, default once) against the same server
+and its default queue: that many clients each send one-sentence
+requests, one after another, for --overload_secs seconds. Its JSON line
+("overload": true, "repeat") holds: "statuses" (count by HTTP status;
+"none" for no answer), "shed_ms" (max and p99 of the 503s' latency as
+the clients measured it), "server_shed" (the 503s the server's /metrics
+histogram counted, how many within 100 ms, their mean, and the
+histogram's upper bound for the slowest),
+"answered_p50_ms"/"answered_p99_ms" (the 200s), "mismatches" (200s
+differing from the line's answer alone), "after" (--after_requests
+normal requests sent one at a time once it settled: how many got 200
+with the line's answer alone), "rss_kb" (the server's resident memory,
+VmRSS of /proc/PID/status: after warm-up, before the overload, and
+settled: after a --settle_secs pause and those requests), "rss_ratio"
+(settled over before the overload, and over after warm-up), and
+"requirement": whether only 200s and 503s came, every 503 within 100 ms
+by both clocks (null if no 503 came), every request afterwards answered
+as alone, and the memory settled within 10% of where it was before the
+overload. A client sends its next request as soon as it has an answer, a
+503 too (the worst case: it does not wait the Retry-After). 128
+one-sentence clients cannot pass the default queue of 128 lines (at most
+128 requests wait, fewer while a batch computes), so they get no 503;
+more clients do.
 
 Prints JSON lines: the machine (bench/export_latency.py's), one line a
 measurement, then the medians over rounds: sentences/s, p50 and p99
@@ -51,7 +78,7 @@ from t2tlite.decode.machine import (  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 
 
-def post(url, line):
+def post(url, line, timeout=300):
   """(status, translation or None, seconds) of one one-line request."""
   request = urllib.request.Request(
       url + "api/translate", method="POST",
@@ -59,7 +86,7 @@ def post(url, line):
       headers={"Content-Type": "application/json"})
   start = time.perf_counter()
   try:
-    with urllib.request.urlopen(request, timeout=300) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
       text = json.loads(response.read())["translations"][0]
       return response.status, text, time.perf_counter() - start
   except urllib.error.HTTPError as error:
@@ -73,10 +100,15 @@ def percentile(values, fraction):
   return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def scrape(url):
+  """The server's /metrics text."""
+  with urllib.request.urlopen(url + "metrics", timeout=60) as response:
+    return response.read().decode()
+
+
 def batch_totals(url):
   """(batches, lines, decode seconds) so far, from the server's /metrics."""
-  with urllib.request.urlopen(url + "metrics", timeout=60) as response:
-    text = response.read().decode()
+  text = scrape(url)
   value = {name: float(number) for name, number in re.findall(
       r"^(t2t_serve_batch_\w+_(?:count|sum)) (\S+)$", text, re.M)}
   return (value["t2t_serve_batch_lines_count"],
@@ -115,6 +147,120 @@ def load_level(url, lines, clients, expected):
           "errors": len(lines) - len(ok),
           "mismatches": sum(r[1] != want for r, want in zip(results, expected)
                             if r[0] == 200)}
+
+
+def rss_kb(pid):
+  """A process's resident memory (VmRSS of /proc/PID/status), in kB."""
+  with open(f"/proc/{pid}/status") as f:
+    return int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M).group(1))
+
+
+def shed_histogram(url):
+  """{bucket bound ("0.1", "+Inf", ...) or "sum": value} of the server's
+  latency histogram of translate requests answered 503."""
+  from prometheus_client.parser import text_string_to_metric_families
+  values = {}
+  for family in text_string_to_metric_families(scrape(url)):
+    for sample in family.samples:
+      if (sample.labels.get("path") == "/api/translate" and
+          sample.labels.get("status") == "503"):
+        if sample.name.endswith("_bucket"):
+          values[sample.labels["le"]] = sample.value
+        elif sample.name.endswith("_sum"):
+          values["sum"] = sample.value
+  return values
+
+
+def server_shed(before, after):
+  """The 503s answered between two shed_histogram()s: how many, how many
+  within 100 ms, their mean, and the smallest bucket bound holding all."""
+  delta = {key: value - before.get(key, 0) for key, value in after.items()}
+  count = delta.get("+Inf", 0)
+  bounds = sorted((float(le), n) for le, n in delta.items() if le != "sum")
+  return {"count": int(count), "within_100ms": int(delta.get("0.1", 0)),
+          "mean_ms": 1000 * delta["sum"] / count if count else None,
+          "slowest_at_most_s": next((le for le, n in bounds if n == count),
+                                    None) if count else None}
+
+
+def overload_level(url, lines, expected, clients, seconds):
+  """`clients` threads each send one-line requests, one after another
+  (client i: lines i, i + clients, ... round the list), until `seconds`
+  have passed; (status, seconds, mismatch) of every request, and the
+  server's 503 histogram before and after."""
+  results = [[] for _ in range(clients)]
+  ready = threading.Barrier(clients + 1)
+
+  def client(c):
+    ready.wait()
+    i = c
+    while time.perf_counter() < stop:
+      status, text, secs = post(url, lines[i % len(lines)], timeout=60)
+      results[c].append((status, secs, status == 200 and
+                         text != expected[i % len(lines)]))
+      i += clients
+
+  shed_before = shed_histogram(url)
+  threads = [threading.Thread(target=client, args=(c,), daemon=True)
+             for c in range(clients)]
+  for thread in threads:
+    thread.start()
+  stop = time.perf_counter() + seconds
+  ready.wait()
+  for thread in threads:
+    thread.join()
+  return [r for rows in results for r in rows], shed_before, \
+      shed_histogram(url)
+
+
+def overload(url, pid, lines, expected, args, rss_warm):
+  """The overload level's JSON row (see the module's docstring)."""
+  rss_before = rss_kb(pid)
+  start = time.perf_counter()
+  rows, shed_before, shed_after = overload_level(
+      url, lines, expected, args.overload_clients, args.overload_secs)
+  wall = time.perf_counter() - start
+  statuses = {}
+  for status, _, _ in rows:
+    key = str(status) if status is not None else "none"
+    statuses[key] = statuses.get(key, 0) + 1
+  shed = [secs for status, secs, _ in rows if status == 503]
+  answered = [secs for status, secs, _ in rows if status == 200]
+  server = server_shed(shed_before, shed_after)
+  # Settled: a pause, then normal requests one at a time, each checked.
+  time.sleep(args.settle_secs)
+  after = [post(url, lines[i % len(lines)])
+           for i in range(args.after_requests)]
+  after_ok = sum(status == 200 and text == expected[i % len(lines)]
+                 for i, (status, text, _) in enumerate(after))
+  rss_settled = rss_kb(pid)
+
+  def ms(values, fraction):
+    return 1000 * percentile(values, fraction) if values else None
+  return {
+      "overload": True, "clients": args.overload_clients,
+      "seconds": args.overload_secs, "wall_s": wall, "requests": len(rows),
+      "statuses": statuses,
+      "shed_ms": {"max": 1000 * max(shed) if shed else None,
+                  "p99": ms(shed, 0.99)},
+      "server_shed": server,
+      "answered_p50_ms": ms(answered, 0.5),
+      "answered_p99_ms": ms(answered, 0.99),
+      "mismatches": sum(mismatch for _, _, mismatch in rows),
+      "after": {"requests": len(after), "answered_as_alone": after_ok},
+      "rss_kb": {"after_warm_up": rss_warm, "before_overload": rss_before,
+                 "settled": rss_settled},
+      "rss_ratio": {"settled_over_before": rss_settled / rss_before,
+                    "settled_over_warm_up": rss_settled / rss_warm},
+      "requirement": {
+          "only_200_and_503": set(statuses) <= {"200", "503"},
+          # None: no 503 came, so none to time.
+          "shed_within_100ms": (all(secs <= 0.1 for secs in shed) and
+                                server["within_100ms"] == server["count"]
+                                if shed or server["count"] else None),
+          "answered_as_alone_after": after_ok == len(after) > 0,
+          "memory_within_10pct": rss_settled <= 1.10 * rss_before},
+      "load_average": list(os.getloadavg())}
 
 
 def offline_decoder(run_folder, saved_model):
@@ -181,6 +327,19 @@ def main():
   parser.add_argument("--lines", type=int, default=256)
   parser.add_argument("--clients", default="1,4,16,64")
   parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--overload_clients", type=int, default=128,
+                      help="Clients of the overload after the rounds "
+                      "(0: none).")
+  parser.add_argument("--overload_secs", type=float, default=5.0,
+                      help="How long each overload client sends requests.")
+  parser.add_argument("--overload_repeats", type=int, default=1,
+                      help="Overloads one after another (the memory over "
+                      "several).")
+  parser.add_argument("--settle_secs", type=float, default=3.0,
+                      help="Pause after the overload before the normal "
+                      "requests and the settled memory.")
+  parser.add_argument("--after_requests", type=int, default=8,
+                      help="Normal requests after the overload.")
   args = parser.parse_args()
   if bool(args.output_dir) == bool(args.hparams_set):
     parser.error("give one of --output_dir and --hparams_set")
@@ -208,6 +367,7 @@ def main():
     measured = []
     try:
       expected = [post(url, line)[1] for line in lines]  # each alone
+      rss_warm = rss_kb(proc.pid)
       for round_ in range(args.rounds):
         row, outputs = offline_rate(decoder, lines)
         row.update(round=round_, mismatches=sum(
@@ -218,6 +378,10 @@ def main():
           row = dict(load_level(url, lines, clients, expected), round=round_)
           measured.append(row)
           print(json.dumps(row), flush=True)
+      for repeat in range(args.overload_repeats if args.overload_clients
+                          else 0):
+        print(json.dumps(dict(overload(url, proc.pid, lines, expected, args,
+                                       rss_warm), repeat=repeat)), flush=True)
     finally:
       proc.send_signal(signal.SIGTERM)
       exit_status = proc.wait(timeout=120)
