@@ -57,19 +57,6 @@ def row_parts(inputs, parts):
   return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
 
 
-def length_order(inputs):
-  """The rows' order by input length, shortest first, ties in batch order.
-
-  Args:
-    inputs: int32 [batch, src_len], 0-padded.
-  Returns:
-    int32 [batch]: row indices; `tf.math.invert_permutation` of it puts
-    rows gathered in this order back.
-  """
-  lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
-  return tf.argsort(lengths, stable=True)
-
-
 def int8_or_float(plan, int8_per_call, search_weights, search):
   """search(plan, search_weights), int8 as settled.
 
@@ -137,8 +124,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
       model with learned positions reads only the first max_length.
     plan: a `strategy.DecodePlan` (`DecodePlan.from_settled`). Its
       concurrent_searches are independent searches over consecutive
-      blocks of the batch's rows ordered by input length (`row_parts`),
-      sharing one copy of the weights; the outputs are those of one search over the whole batch
+      blocks of the batch's rows (`row_parts`), sharing one copy of the
+      weights; the outputs are those of one search over the whole batch
       (see DecodeHParams for int8).
     constraint: None, or a `constraints.DecodeConstraint` that every output
       obeys.
@@ -219,13 +206,6 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
   if plan.concurrent_searches == 1:
     outputs, scores = search(*parts)
   else:
-    # Rows in order of input length before the split, so that each search
-    # holds rows of similar length and ends with its longest: a batch in
-    # arrival order (t2t-serve's, TF Serving's) would run every block to
-    # the batch's longest row. Each row's output does not depend on its
-    # batch, so only the order is restored after.
-    order = length_order(inputs)
-    parts = [tf.gather(part, order) for part in parts]
     # Traced once, called once a block: independent calls, which the
     # runtime inlines and runs side by side.
     # (Without AutoGraph: the searches' loops are tf.while_loops already.)
@@ -235,10 +215,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
                          for part in parts])
     blocks = zip(*[row_parts(part, plan.concurrent_searches)
                    for part in parts])
-    restore = tf.math.invert_permutation(order)
-    outputs, scores = (tf.gather(tf.concat(results, axis=0), restore)
-                       for results in zip(
-                           *[block_search(*block) for block in blocks]))
+    outputs, scores = (tf.concat(results, axis=0) for results in zip(
+        *[block_search(*block) for block in blocks]))
   return {"outputs": outputs, "scores": scores}
 
 

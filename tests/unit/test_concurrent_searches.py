@@ -12,8 +12,7 @@ from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import searches_for, threads_per_search
 from decode_helpers import decode_ids
-from t2tlite.decode.search import (length_order, row_parts,
-                                   search_with_hparams)
+from t2tlite.decode.search import row_parts, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
@@ -37,19 +36,6 @@ def test_row_parts_split_in_order_with_sizes_one_apart():
     blocks = row_parts(rows, parts)
     assert [int(b.shape[0]) for b in blocks] == sizes
     np.testing.assert_array_equal(tf.concat(blocks, 0), rows)
-
-
-def test_blocks_hold_rows_of_similar_length():
-  # INPUTS' lengths 4, 6, 2, 3, 5: two blocks get the 2 shortest rows and
-  # the 3 longest, not rows 0-1 and 2-4 in arrival order.
-  order = length_order(INPUTS)
-  np.testing.assert_array_equal(order, [2, 3, 0, 4, 1])
-  short, long_ = row_parts(tf.gather(INPUTS, order), 2)
-  assert tf.reduce_max(tf.math.count_nonzero(short, 1)) == 3
-  assert tf.reduce_min(tf.math.count_nonzero(long_, 1)) == 4
-  # Equal lengths keep their batch order (a sorted batch stays as it is).
-  np.testing.assert_array_equal(length_order(tf.ones([4, 3], tf.int32)),
-                                [0, 1, 2, 3])
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
