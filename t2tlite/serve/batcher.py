@@ -102,7 +102,6 @@ class Batcher:
     self._observer = observer
     self._queue = collections.deque()
     self._queued_lines = 0
-    self._computing = 0  # lines in the batch being decoded
     self._linger_until = 0.0  # monotonic: see _LINGER_SHARE
     self._cond = threading.Condition()
     self._taking = True
@@ -201,7 +200,6 @@ class Batcher:
           break
         self._cond.wait(wait)
       self._remove(batch)
-      self._computing = sum(len(r.items) for r in batch)
       return batch
 
   def _work(self):
@@ -214,7 +212,6 @@ class Batcher:
         self._run(batch)
       finally:
         with self._cond:
-          self._computing = 0
           end = time.monotonic()
           self._linger_until = end + min(_LINGER_SHARE * (end - start),
                                          _LINGER_MAX_SECS)
