@@ -66,6 +66,13 @@ def _run_folder_of(checkpoint):
   return None
 
 
+def _given(prefixes):
+  """`prefixes`, or None when there are none or all are blank."""
+  if prefixes is None or not any(p.strip() for p in prefixes):
+    return None
+  return prefixes
+
+
 def _with_n_best(hp, n_best):
   """hp as the run folder decodes a request: with n_best, every beam
   (return_beams); a sampling request's n-best is its num_samples samples,
@@ -238,13 +245,12 @@ class ModelSource:
         can answer when there is none.
     """
     hp = self.decode_hparams(overrides)
-    if prefixes is not None and not any(p.strip() for p in prefixes):
-      prefixes = None
-    if self._uses_export(hp, n_best):
+    prefixes = _given(prefixes)
+    run_hp = self._run_hparams(hp, n_best)
+    if run_hp is None:
       outputs, scores = self._translate_export(lines, prefixes)
     else:
-      self._need_run("these decode hparams" if not n_best else "the n-best")
-      hp = _with_n_best(hp, n_best)
+      hp = run_hp
       outputs, scores = self._translate_run(lines, hp, prefixes)
     if not hp.multiple_outputs:  # one output a line
       if not n_best:
@@ -259,19 +265,27 @@ class ModelSource:
     return bool(self.saved_model_dir and hp == self._base_hparams() and
                 (not n_best or self._export_has_n_best()))
 
+  def _run_hparams(self, hp, n_best):
+    """None when the export translates for hp (and n_best), else the
+    hparams the run folder's Decoder decodes with (`_with_n_best`).
+    Raises RequestError when that needs a run folder and there is none."""
+    if self._uses_export(hp, n_best):
+      return None
+    self._need_run("these decode hparams" if not n_best else "the n-best")
+    return _with_n_best(hp, n_best)
+
   def check_prefixes(self, lines, overrides="", n_best=False, prefixes=None):
     """Raises RequestError naming the first of `prefixes` (one per line of
     `lines`) that cannot start its output, where the run folder translates
     them (an export's search checks its own, in the graph): before the
     request is batched with others.
     """
-    if not prefixes or not any(p.strip() for p in prefixes):
+    if not _given(prefixes):
       return
-    hp = self.decode_hparams(overrides)
-    if self._uses_export(hp, n_best):
+    run_hp = self._run_hparams(self.decode_hparams(overrides), n_best)
+    if run_hp is None:
       return
-    self._need_run("these decode hparams" if not n_best else "the n-best")
-    decoder, _ = self._decoder(_with_n_best(hp, n_best))
+    decoder, _ = self._decoder(run_hp)
     try:
       decoder.prefix_ids(lines, prefixes)
     except ValueError as error:
