@@ -106,6 +106,18 @@ def estimated_tokens(item):
   return len(item.text.encode("utf-8")) // 4 + 1
 
 
+def full_batch(batch_limits, max_line_chars):
+  """The largest batch the batcher forms of small requests, as lines:
+  batch_limits.max_lines lines, each as long as batch_limits.max_tokens
+  lets every line of such a batch be (by estimated_tokens; at most
+  max_line_chars). Decoded once at start, it makes the server take the
+  memory of its largest batch before it is ready, not under load."""
+  tokens = max(1, batch_limits.max_tokens // batch_limits.max_lines)
+  chars = min(4 * (tokens - 1), max_line_chars)
+  line = ("warm up " * (chars // 8 + 1))[:chars].rstrip() or "warm up"
+  return [line] * batch_limits.max_lines
+
+
 def batch_translator(source):
   """The batcher's decode: (TranslateKey, TranslateLines) -> per line
   (translation, n-best or None), each output starting with its line's

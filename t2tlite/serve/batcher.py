@@ -15,15 +15,26 @@ core: an export runs its concurrent searches inside).
 
 A batch starts from the oldest queued request and takes the later ones with
 the same key, oldest first, while its lines stay within max_lines and its
-padded tokens (lines x the longest line's cost) within max_tokens; it is
-decoded at once when full, else window_secs after its oldest request
-arrived, and not before a quarter of the previous batch's decode time
-(at most 50 ms) after that batch ended: under load the clients just
-answered send their next requests meanwhile, and join this batch instead
-of waiting for the next one (without it, a batch holds half of the
-clients, who wait while the other half computes). A request larger than
-the limits is decoded alone, never split. A request may ask to be decoded
-alone (`alone=True`): its batch holds only its own lines.
+padded tokens (lines x the longest line's cost) within max_tokens. It is
+decoded at once when full, else once both hold:
+
+  * window_secs have passed with no request joining it, so that a burst
+    of requests arriving together shares one batch; but a steady stream
+    waits no longer than the batcher's patience after its oldest request
+    arrived: a quarter of the last batch's decode time, at least
+    window_secs and at most 50 ms (less than a batch costs the requests
+    it would leave behind);
+  * the linger after the previous batch is over: a quarter of its decode
+    time, at most 50 ms, ended early once the queue holds as many more
+    lines as that batch answered. Under load the clients just answered
+    send their next requests meanwhile and join this batch instead of
+    waiting for the next one (without it, a batch holds half of the
+    clients, who wait while the other half computes); once all of them
+    may be back, waiting longer would leave the cores idle.
+
+A request larger than the limits is decoded alone, never split. A request
+may ask to be decoded alone (`alone=True`): its batch holds only its own
+lines.
 
 Bounds: at most max_queued_lines lines wait (a request that does not fit
 raises QueueFull at once); a request still queued at its deadline is taken
@@ -36,14 +47,15 @@ import threading
 import time
 
 # After a batch: wait for returning clients up to this share of its decode
-# time, at most _LINGER_MAX_SECS.
+# time, at most _LINGER_MAX_SECS; a burst's batch waits for its last
+# request as long (the patience).
 _LINGER_SHARE = 0.25
 _LINGER_MAX_SECS = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
 class BatchLimits:
-  """window_secs: how long the oldest queued request waits for others.
+  """window_secs: how long a forming batch waits for another request.
   max_lines, max_tokens: a batch's lines and padded tokens.
   max_queued_lines: lines waiting (not computing) at most.
   timeout_secs: how long a request may wait in the queue."""
@@ -103,6 +115,10 @@ class Batcher:
     self._queue = collections.deque()
     self._queued_lines = 0
     self._linger_until = 0.0  # monotonic: see _LINGER_SHARE
+    # The queued lines at which the linger ends early: those queued when
+    # the last batch ended, and as many again as it answered.
+    self._linger_lines = 0
+    self._patience = limits.window_secs  # see _LINGER_SHARE
     self._cond = threading.Condition()
     self._taking = True
     self._thread = threading.Thread(target=self._work, name="batcher",
@@ -194,8 +210,15 @@ class Batcher:
           self._cond.wait()
           continue
         batch, full = self._batch()
-        wait = max(batch[0].arrived + self.limits.window_secs,
-                   self._linger_until) - time.monotonic()
+        oldest = batch[0].arrived
+        latest = max(request.arrived for request in batch)
+        window = self.limits.window_secs
+        # A quiet window after the latest, within patience of the oldest.
+        ready_at = max(oldest + window,
+                       min(latest + window, oldest + self._patience))
+        if self._queued_lines < self._linger_lines:  # more may come back
+          ready_at = max(ready_at, self._linger_until)
+        wait = ready_at - time.monotonic()
         if full or wait <= 0 or not self._taking:
           break
         self._cond.wait(wait)
@@ -213,8 +236,11 @@ class Batcher:
       finally:
         with self._cond:
           end = time.monotonic()
-          self._linger_until = end + min(_LINGER_SHARE * (end - start),
-                                         _LINGER_MAX_SECS)
+          share = min(_LINGER_SHARE * (end - start), _LINGER_MAX_SECS)
+          self._linger_until = end + share
+          self._patience = max(self.limits.window_secs, share)
+          self._linger_lines = self._queued_lines + sum(
+              len(request.items) for request in batch)
           self._cond.notify_all()
 
   def _run(self, batch):

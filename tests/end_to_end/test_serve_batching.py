@@ -8,6 +8,7 @@ export cannot answer (other decode hparams, the n-best) make the server
 rebuild the model from the run folder and trace a search for them, which
 takes seconds: the tests use such a request to keep the batcher busy.
 """
+import collections
 import json
 import os
 import re
@@ -83,9 +84,12 @@ def _in_threads(count, work, timeout=180):
   return results
 
 
+WarmUp = collections.namedtuple("WarmUp", "statuses log")
+
+
 def _watch_warm_up(proc, log_path, deadline):
-  """The URL and the /readyz statuses seen from the "warming up" line
-  until the server is ready (or the deadline)."""
+  """The URL and a WarmUp: the /readyz statuses seen from the "warming up"
+  line until the server is ready (or the deadline), and its log then."""
   url, statuses = None, []
   while time.time() < deadline and proc.poll() is None:
     with open(log_path, encoding="utf-8", errors="replace") as f:
@@ -98,7 +102,8 @@ def _watch_warm_up(proc, log_path, deadline):
       statuses.append((status, headers.get("Retry-After"),
                        _request(url, "healthz", timeout=30)[0]))
       if status == 200:
-        return url, statuses
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+          return url, WarmUp(statuses, f.read())
     time.sleep(0.05)
   pytest.fail(f"t2t-serve did not become ready (exit {proc.poll()}):\n"
               f"{open(log_path, errors='replace').read()[-4000:]}")
@@ -106,8 +111,8 @@ def _watch_warm_up(proc, log_path, deadline):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-  """(URL, Popen, /readyz statuses during warm-up) of t2t-serve over a
-  tiny export with SERVER_FLAGS; killed at teardown if still running."""
+  """(URL, Popen, WarmUp) of t2t-serve over a tiny export with
+  SERVER_FLAGS; killed at teardown if still running."""
   from t2tlite.export import exporter
   tmp = tmp_path_factory.mktemp("serve_batching")
   folder = str(tmp / "run")
@@ -119,9 +124,9 @@ def server(tmp_path_factory):
         [train_helpers.console_script("t2t-serve"), f"--model={version}",
          f"--port={port}", *SERVER_FLAGS], str(tmp / "serve.log"))
     started.append(proc)
-    url, statuses = _watch_warm_up(proc, tmp / "serve.log",
-                                   time.time() + START_SECS)
-    yield url, proc, statuses
+    url, warm_up = _watch_warm_up(proc, tmp / "serve.log",
+                                  time.time() + START_SECS)
+    yield url, proc, warm_up
 
 
 @pytest.fixture(scope="module")
@@ -144,10 +149,15 @@ def alone(server, lines):
 
 
 @pytest.mark.timeout(600)
-def test_readyz_answers_503_while_warming_up(server):
-  _, _, statuses = server
+def test_readyz_answers_503_while_warming_up_on_a_full_batch(server):
+  statuses, log = server[2]
   assert statuses[0] == (503, "5", 200)  # alive, not ready
   assert statuses[-1][0] == 200
+  # Before ready, a batch at the limits: --max_batch_lines=4 lines, each
+  # as long as --max_line_chars (1000) allows, since 2048 tokens / 4
+  # would be longer.
+  assert re.search(r"^t2t-serve: warm-up: a full batch \(4 lines of "
+                   r"999 characters\) in \d+\.\d s$", log, re.M), log
 
 
 @pytest.mark.timeout(300)

@@ -150,3 +150,91 @@ def test_gone_clients_are_not_decoded_and_the_drain_answers_the_queue():
   assert ["STAYS"] in results
   assert any(isinstance(r, batching.ClientGone) for r in results)
   assert [lines for _, lines in decode.batches] == [["b"], ["stays"]]
+
+
+def _timed_batcher(monkeypatch, patience_secs, window_secs):
+  """A batcher whose decode takes 0.2 s and records its batches
+  (decode.batches), with a linger and patience of patience_secs after it
+  (a share of 5 times the decode time, at most patience_secs)."""
+  monkeypatch.setattr(batching, "_LINGER_SHARE", 5.0)
+  monkeypatch.setattr(batching, "_LINGER_MAX_SECS", patience_secs)
+
+  def decode(key, lines):
+    decode.batches.append(list(lines))
+    time.sleep(0.2)
+    return [line.upper() for line in lines]
+  decode.batches = []
+  return _batcher(decode, window_secs=window_secs), decode
+
+
+def test_after_a_batch_it_waits_for_its_clients_until_all_may_be_back(
+    monkeypatch):
+  # A long linger (1 s after a 0.2 s decode), so that only the rule can
+  # end it early, and gaps of 0.3 s that no scheduling delay closes.
+  batcher, decode = _timed_batcher(monkeypatch, 1.0, window_secs=0.001)
+  results = []
+  answered = _submit_later(batcher, results, "k", ["a", "b"])
+  assert poll(lambda: decode.batches, 10)
+  queued = _submit_later(batcher, results, "k", ["x"])  # while it computes
+  answered.join(10)
+  # "x" waited already, and one of the two clients answered is back: the
+  # batch waits for the other.
+  back = _submit_later(batcher, results, "k", ["c"])
+  time.sleep(0.3)
+  other = _submit_later(batcher, results, "k", ["d"])
+  for thread in (queued, back, other):
+    thread.join(10)
+  # As many lines back as the batch answered (3): decoded at once,
+  # without the later "g".
+  back = _submit_later(batcher, results, "k", ["e", "f", "h"])
+  time.sleep(0.3)
+  late = _submit_later(batcher, results, "k", ["g"])
+  for thread in (back, late):
+    thread.join(10)
+  assert decode.batches == [["a", "b"], ["x", "c", "d"], ["e", "f", "h"],
+                            ["g"]]
+  assert batcher.drain(10)
+
+
+def test_a_burst_shares_a_batch_and_a_stream_waits_no_longer_than_patience(
+    monkeypatch):
+  # Patience (and linger) 0.6 s after a 0.2 s decode; a window of 0.3 s.
+  batcher, decode = _timed_batcher(monkeypatch, 0.6, window_secs=0.3)
+  results = []
+
+  def send(lines, every):
+    """Submits each line `every` seconds apart (on a fixed schedule)."""
+    start, threads = time.monotonic(), []
+    for i, line in enumerate(lines):
+      time.sleep(max(0.0, start + i * every - time.monotonic()))
+      threads.append(_submit_later(batcher, results, "k", [line]))
+    for thread in threads:
+      thread.join(30)
+
+  assert batcher.submit("k", ["a"]) == ["A"]
+  # 0.2 s apart, within the window of each other: one batch, though the
+  # last came after the first's window.
+  send(["b", "c", "d"], 0.2)
+  assert decode.batches[1] == ["b", "c", "d"]
+  # A request every 0.1 s for 2 s never leaves a quiet window: batches
+  # form at the patience, not at the stream's end.
+  stream = [f"s{i}" for i in range(20)]
+  send(stream, 0.1)
+  formed = decode.batches[2:]
+  assert [line for batch in formed for line in batch] == stream
+  assert len(formed) >= 2 and 2 <= len(formed[0]) <= 12, formed
+  assert batcher.drain(10)
+
+
+@pytest.mark.parametrize("max_lines,max_tokens,chars,tokens", [
+    (32, 2048, 252, 64),   # the defaults: 64 tokens a line
+    (4, 2048, 999, 250),   # 512 tokens a line: cut at max_line_chars
+    (32, 16, 7, 2)])       # under a token a line: the shortest text
+def test_the_warm_up_batch_is_the_largest_the_limits_let_form(
+    max_lines, max_tokens, chars, tokens):
+  from t2tlite.serve.app import TranslateLine, estimated_tokens, full_batch
+  limits = batching.BatchLimits(max_lines=max_lines, max_tokens=max_tokens)
+  lines = full_batch(limits, max_line_chars=1000)
+  assert len(lines) == max_lines and len(set(lines)) == 1
+  assert len(lines[0]) == chars
+  assert estimated_tokens(TranslateLine(lines[0], None)) == tokens
