@@ -42,12 +42,13 @@ def free_port():
     return s.getsockname()[1]
 
 
-def start_server(saved_model, log_path, deadline_secs=300):
-  """(Popen, URL) of t2t-serve over saved_model, once it listens."""
+def start_server(saved_model, log_path, deadline_secs=300, flags=()):
+  """(Popen, URL) of t2t-serve over saved_model, with `flags` (a list of
+  "--name=value"), once it is ready."""
   command = os.path.join(os.path.dirname(sys.executable), "t2t-serve")
   log = open(log_path, "w")
   proc = subprocess.Popen([command, f"--model={saved_model}",
-                           f"--port={free_port()}"], stdout=log,
+                           f"--port={free_port()}", *flags], stdout=log,
                           stderr=subprocess.STDOUT)
   deadline = time.time() + deadline_secs
   while time.time() < deadline and proc.poll() is None:

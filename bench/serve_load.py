@@ -5,21 +5,29 @@ the same lines, same model, same sitting.
     python bench/serve_load.py --hparams_set=transformer_base \\
         [--decode_hparams=beam_size=4,alpha=0.6,extra_length=10]
     python bench/serve_load.py ... [--overload_clients=128]
-        [--overload_secs=5] [--overload_repeats=1]
+        [--overload_secs=5] [--overload_repeats=1] [--rounds=0]
+        [--serve_flags="--nowarm_up_full_batch ..."]
 
 Exports the run folder (or, with --hparams_set, a randomly initialised
 model of that set with a vocabulary trained on the lines, as
 bench/export_latency.py does) to a temporary folder, starts t2t-serve over
-the export on a free port of 127.0.0.1 with its default flags, then for
---rounds rounds, alternating in one sitting:
+the export on a free port of 127.0.0.1 with its default flags (and
+--serve_flags), then for --rounds rounds (0: none, the overload alone),
+alternating in one sitting:
 
   * offline: t2t-decoder's search (`Decoder.decode_lines`: batches of 32
     lines of similar length) on the run folder's model in this process,
     float32 as the export computes, timed after a warm-up call, so without
     process start-up or tracing;
+  * with 16 among --clients, the same search over consecutive batches of
+    16 lines in the order sent, not sorted by length: the batches 16
+    one-sentence clients form at best ("offline_in_order": 16), so the
+    server's rate at 16 clients over it is its batching's efficiency;
   * for each of --clients (1, 4, 16, 64) concurrent clients: the --lines
     lines, one sentence a POST /api/translate, shared out among the
-    clients (client i sends lines i, i + clients, ...).
+    clients (client i sends lines i, i + clients, ...). Each client keeps
+    its HTTP/1.1 connection open from request to request, as a load
+    balancer does (--new_connections: a new one a request).
 
 After the rounds, the overload (--overload_clients, default 128; 0:
 none; --overload_repeats times, default once) against the same server
@@ -50,11 +58,13 @@ Prints JSON lines: the machine (bench/export_latency.py's), one line a
 measurement, then the medians over rounds: sentences/s, p50 and p99
 latency (of all requests of the level), errors, the server's mean batch
 and share of the wall time spent decoding, and the ratios asked of
-batching (16 clients against 1; against offline). Every answer must equal
+batching (16 clients against 1; against offline; and against the
+offline rate in batches of 16 in order). Every answer must equal
 the one the same line gets alone (checked, counted in "mismatches"). The
 server is always stopped (SIGTERM); its drain must end with exit 0.
 """
 import argparse
+import http.client
 import json
 import os
 import re
@@ -65,6 +75,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import t2tlite  # noqa: F401  (oneDNN set before TensorFlow loads)
@@ -95,6 +106,53 @@ def post(url, line, timeout=300):
     return None, None, time.perf_counter() - start
 
 
+class Client:
+  """One client's connection to the server. By default kept open from
+  request to request (HTTP/1.1 keep-alive, as a load balancer or an HTTP
+  client library keeps it), opened again when the server closes it;
+  new_connections: a new connection a request, as urllib opens.
+
+  post(line) -> (status, translation or None, seconds), status None when
+  no answer came.
+  """
+
+  def __init__(self, url, new_connections=False, timeout=300):
+    self._url, self._new, self._timeout = url, new_connections, timeout
+    address = urllib.parse.urlsplit(url)
+    self._connect = lambda: http.client.HTTPConnection(
+        address.hostname, address.port, timeout=timeout)
+    self._connection = None
+
+  def post(self, line):
+    if self._new:
+      return post(self._url, line, self._timeout)
+    body = json.dumps({"lines": [line]}).encode()
+    start = time.perf_counter()
+    for attempt in range(2):
+      reused = self._connection is not None
+      try:
+        if not reused:
+          self._connection = self._connect()
+        self._connection.request("POST", "/api/translate", body, {
+            "Content-Type": "application/json"})
+        response = self._connection.getresponse()
+        data = response.read()
+        if response.will_close:
+          self.close()
+        text = (json.loads(data)["translations"][0]
+                if response.status == 200 else None)
+        return response.status, text, time.perf_counter() - start
+      except (http.client.HTTPException, OSError):
+        self.close()
+        if not reused or attempt:  # a fresh connection failed: no answer
+          return None, None, time.perf_counter() - start
+
+  def close(self):
+    if self._connection is not None:
+      self._connection.close()
+      self._connection = None
+
+
 def percentile(values, fraction):
   ordered = sorted(values)
   return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -116,15 +174,17 @@ def batch_totals(url):
           value["t2t_serve_batch_seconds_sum"])
 
 
-def load_level(url, lines, clients, expected):
+def load_level(url, lines, clients, expected, new_connections=False):
   """One level: `clients` threads share out `lines`; its figures, with
   the server's mean batch and the share of the time it spent decoding."""
   results = [None] * len(lines)
   before = batch_totals(url)
 
   def client(first):
+    connection = Client(url, new_connections)
     for i in range(first, len(lines), clients):
-      results[i] = post(url, lines[i])
+      results[i] = connection.post(lines[i])
+    connection.close()
 
   threads = [threading.Thread(target=client, args=(c,))
              for c in range(clients)]
@@ -183,7 +243,8 @@ def server_shed(before, after):
                                     None) if count else None}
 
 
-def overload_level(url, lines, expected, clients, seconds):
+def overload_level(url, lines, expected, clients, seconds,
+                   new_connections=False):
   """`clients` threads each send one-line requests, one after another
   (client i: lines i, i + clients, ... round the list), until `seconds`
   have passed; (status, seconds, mismatch) of every request, and the
@@ -192,13 +253,15 @@ def overload_level(url, lines, expected, clients, seconds):
   ready = threading.Barrier(clients + 1)
 
   def client(c):
+    connection = Client(url, new_connections, timeout=60)
     ready.wait()
     i = c
     while time.perf_counter() < stop:
-      status, text, secs = post(url, lines[i % len(lines)], timeout=60)
+      status, text, secs = connection.post(lines[i % len(lines)])
       results[c].append((status, secs, status == 200 and
                          text != expected[i % len(lines)]))
       i += clients
+    connection.close()
 
   shed_before = shed_histogram(url)
   threads = [threading.Thread(target=client, args=(c,), daemon=True)
@@ -218,7 +281,8 @@ def overload(url, pid, lines, expected, args, rss_warm):
   rss_before = rss_kb(pid)
   start = time.perf_counter()
   rows, shed_before, shed_after = overload_level(
-      url, lines, expected, args.overload_clients, args.overload_secs)
+      url, lines, expected, args.overload_clients, args.overload_secs,
+      args.new_connections)
   wall = time.perf_counter() - start
   statuses = {}
   for status, _, _ in rows:
@@ -280,11 +344,25 @@ def offline_decoder(run_folder, saved_model):
 
 
 def offline_rate(decoder, lines):
+  """t2t-decoder's rate on `lines` (its batches of similar length); the
+  row and the outputs."""
   start = time.perf_counter()
   outputs, _ = decoder.decode_lines(lines, progress=False)
   wall = time.perf_counter() - start
   return {"offline": True, "sentences": len(lines), "wall_s": wall,
           "sentences_per_s": len(lines) / wall}, outputs
+
+
+def in_order_rate(decoder, lines, size):
+  """The rate of the same search over consecutive batches of `size`
+  lines in the order given: the batches `size` one-sentence clients form
+  at best (the level of `size` clients sends lines i, i + size, ...)."""
+  start = time.perf_counter()
+  for first in range(0, len(lines), size):
+    decoder.decode_batch(lines[first:first + size])
+  wall = time.perf_counter() - start
+  return {"offline_in_order": size, "sentences": len(lines), "wall_s": wall,
+          "sentences_per_s": len(lines) / wall}
 
 
 def read_lines(path, count):
@@ -295,11 +373,18 @@ def read_lines(path, count):
   return sentences(None, count)
 
 
+def _level(row):
+  if "offline_in_order" in row:
+    return f"offline_in_order_{row['offline_in_order']}"
+  return row.get("clients", "offline")
+
+
 def summary(measured, levels):
   """Medians over rounds, by level, and the ratios."""
   median = {}
-  for level in ["offline"] + levels:
-    rows = [m for m in measured if m.get("clients", "offline") == level]
+  in_order = sorted({_level(m) for m in measured} - {"offline", *levels})
+  for level in ["offline", *in_order, *levels]:
+    rows = [m for m in measured if _level(m) == level]
     median[level] = {key: statistics.median(r[key] for r in rows
                                             if r.get(key) is not None)
                      for key in ("sentences_per_s", "p50_ms", "p99_ms",
@@ -308,11 +393,17 @@ def summary(measured, levels):
     median[level]["errors"] = sum(r.get("errors", 0) for r in rows)
     median[level]["mismatches"] = sum(r.get("mismatches", 0) for r in rows)
   result = {"medians": median}
+  if not measured:  # --rounds=0: the overload alone
+    return result
   if 1 in levels and 16 in levels:
     result["16_over_1"] = (median[16]["sentences_per_s"] /
                            median[1]["sentences_per_s"])
     result["16_over_offline"] = (median[16]["sentences_per_s"] /
                                  median["offline"]["sentences_per_s"])
+  if 16 in levels and "offline_in_order_16" in median:
+    result["16_over_offline_in_order_16"] = (
+        median[16]["sentences_per_s"] /
+        median["offline_in_order_16"]["sentences_per_s"])
   return result
 
 
@@ -327,6 +418,12 @@ def main():
   parser.add_argument("--lines", type=int, default=256)
   parser.add_argument("--clients", default="1,4,16,64")
   parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--serve_flags", default="",
+                      help="t2t-serve flags besides its defaults, "
+                      "space-separated (e.g. --nowarm_up_full_batch).")
+  parser.add_argument("--new_connections", action="store_true",
+                      help="Each client opens a new connection a request "
+                      "(default: each keeps one open, HTTP/1.1 keep-alive).")
   parser.add_argument("--overload_clients", type=int, default=128,
                       help="Clients of the overload after the rounds "
                       "(0: none).")
@@ -363,7 +460,10 @@ def main():
           decode_hparams=args.decode_hparams)
     decoder = offline_decoder(run_folder, saved_model)
     offline_rate(decoder, lines[:32])  # warm-up: traces the search
-    proc, url = start_server(saved_model, os.path.join(tmp, "serve.log"))
+    proc, url = start_server(saved_model, os.path.join(tmp, "serve.log"),
+                             flags=args.serve_flags.split())
+    with open(os.path.join(tmp, "serve.log"), encoding="utf-8") as f:
+      warm_up = re.search(r"^t2t-serve: warm-up: .*$", f.read(), re.M)
     measured = []
     try:
       expected = [post(url, line)[1] for line in lines]  # each alone
@@ -374,8 +474,13 @@ def main():
             o != e for o, e in zip(outputs, expected)))
         measured.append(row)
         print(json.dumps(row), flush=True)
+        if 16 in levels:
+          row = dict(in_order_rate(decoder, lines, 16), round=round_)
+          measured.append(row)
+          print(json.dumps(row), flush=True)
         for clients in levels:
-          row = dict(load_level(url, lines, clients, expected), round=round_)
+          row = dict(load_level(url, lines, clients, expected,
+                                args.new_connections), round=round_)
           measured.append(row)
           print(json.dumps(row), flush=True)
       for repeat in range(args.overload_repeats if args.overload_clients
@@ -388,7 +493,10 @@ def main():
     print(json.dumps({
         "saved_model_decode_hparams": args.decode_hparams,
         "model": args.output_dir or args.hparams_set, "lines": len(lines),
+        "connections": "new" if args.new_connections else "kept",
+        "serve_flags": args.serve_flags,
         "intra_op_threads": threads, "server_exit_status": exit_status,
+        "server_warm_up": warm_up and warm_up.group(0),
         "load_average_after": list(os.getloadavg()),
         **summary(measured, levels)}), flush=True)
   return 0
