@@ -23,9 +23,10 @@ The API (JSON over HTTP; errors are {"error": "..."} with a 4xx status):
     GET  /healthz, /readyz, /metrics (Prometheus)
 
 Translate requests that arrive within --batch_window_ms of each other and
-share decode hparams are decoded as one batch (up to --max_batch_lines lines and
---max_batch_tokens tokens); at most --max_queued_lines lines wait, and a
-request that does not fit gets HTTP 503 with Retry-After at once.
+share decode hparams are decoded as one batch (up to --max_batch_lines
+lines and --max_batch_tokens tokens); at most --max_queued_lines lines
+wait, and a request that does not fit gets HTTP 503 with Retry-After at
+once.
 
 The server listens on --host (127.0.0.1: this machine only); /readyz
 answers 503 until the model is warmed up: a sentence, then a batch at
