@@ -10,9 +10,14 @@ so they work for the Transformer (`model.prepare_decoding(inputs)`) and
 for hand-written test functions alike. Beam search tiles every cache leaf
 to the beams and reorders it with them, except those under a dict key
 "per_batch" (at any depth): a step function that keeps state per batch
-element, shared by its beams, keeps it there (the Transformer's growing
-self-attention caches). At step 0 `ids` is 0 (the start symbol);
-at step i > 0 it is the token chosen at position i - 1.
+element, shared by its beams, keeps it there (the Transformer's encoded
+inputs and growing self-attention caches). At step 0 `ids` is 0 (the start
+symbol); at step i > 0 it is the token chosen at position i - 1.
+
+Beam search can drop the batch elements that have stopped (`drop_finished`,
+what `search.decode` asks in graph mode): their rows leave the cache, the
+"per_batch" leaves by element, the others by row, so a step function must
+hold everything it reads per element or row in its cache.
 
 Everything runs in one `tf.while_loop` with TensorFlow core ops only
 (sequences live in [.., max_decode_length] buffers written in place), so the
@@ -76,16 +81,20 @@ def _previous_tokens(seqs, step):
   return tf.where(step > 0, last, tf.zeros_like(last))
 
 
-def _loop(cond, body, state, cache):
-  """tf.while_loop over (*state, cache) that lets cache leaves grow along
-  their initially empty dimensions."""
+def _loop(cond, body, loop_vars, batch_varies=False):
+  """tf.while_loop over `loop_vars` (a nest) that lets tensors grow along
+  their initially empty dimensions (cache leaves: keys and values appended
+  one position per step) and, with batch_varies, change their first
+  dimension (a search dropping elements)."""
   def invariant(x):
-    return tf.TensorShape([None if size == 0 else size
-                           for size in x.shape.as_list()])
+    dims = [None if size == 0 else size for size in x.shape.as_list()]
+    if batch_varies and dims:
+      dims[0] = None
+    return tf.TensorShape(dims)
 
-  shapes = (*[tf.TensorShape(x.shape) for x in state],
-            tf.nest.map_structure(invariant, cache))
-  return tf.while_loop(cond, body, (*state, cache), shape_invariants=shapes)
+  return tf.while_loop(cond, body, loop_vars,
+                       shape_invariants=tf.nest.map_structure(invariant,
+                                                              loop_vars))
 
 
 def _per_element(flags, rank):
@@ -101,15 +110,21 @@ def _gather_beams(x, indices):
 PER_BATCH = "per_batch"
 
 
-def _map_rows(fn, cache):
-  """fn applied to every cache leaf but those under a PER_BATCH key.
+def _map_rows(fn, cache, per_batch=None):
+  """fn applied to every cache leaf but those under a PER_BATCH key, which
+  are left as they are or, given per_batch, mapped by it.
   (tf.nest has no public map with paths, so the nest is walked here.)"""
   if isinstance(cache, dict):
-    return {key: value if key == PER_BATCH else _map_rows(fn, value)
+    return {key: (_per_batch_leaves(per_batch, value) if key == PER_BATCH
+                  else _map_rows(fn, value, per_batch))
             for key, value in cache.items()}
   if isinstance(cache, (list, tuple)):
-    return type(cache)(_map_rows(fn, value) for value in cache)
+    return type(cache)(_map_rows(fn, value, per_batch) for value in cache)
   return fn(cache)
+
+
+def _per_batch_leaves(fn, value):
+  return value if fn is None else tf.nest.map_structure(fn, value)
 
 
 def _gather_cache(cache, indices, beam_size):
@@ -191,12 +206,12 @@ def greedy_search(decode_step, initial_cache, max_decode_length, rules,
     return step + 1, seqs, finished | tf.equal(tokens, EOS_ID), scores, cache
 
   _, seqs, _, scores, _ = _loop(
-      cond, body, (tf.constant(0), seqs, finished, scores), initial_cache)
+      cond, body, (tf.constant(0), seqs, finished, scores, initial_cache))
   return seqs, scores
 
 
 def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
-                max_lengths=None):
+                max_lengths=None, drop_finished=False):
   """Beam search with the GNMT length penalty and early termination.
 
   At each step the `beam_size` best extensions (by log-probability) of the live
@@ -213,10 +228,20 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
   with the worst of a full set of `beam_size` finished ones, so that the
   whole n-best list is exact. The loop ends when every element has stopped.
 
+  With `drop_finished`, an element that has stopped leaves the search: its
+  hypotheses are set aside and its rows of the cache are dropped, so later
+  steps compute only the elements still searching (as CTranslate2 does); a
+  batch then costs about the sum of its outputs' lengths rather than its
+  longest one times its size. Its outputs are those it gets staying
+  (nothing it could still find may enter its results), its scores too to
+  float32 rounding (the rows left are computed in smaller matmuls). The
+  shapes change during the loop: not under XLA.
+
   Args:
     decode_step: callable(ids int32 [batch * beam], step, cache) ->
       (logits [batch * beam, V], cache); hypothesis j of batch element b is row
-      b * beam_size + j.
+      b * beam_size + j. With drop_finished, everything it holds per batch
+      element or row must be in the cache (the batch shrinks).
     initial_cache: nest of tensors [batch, ...] (tiled to the beams here).
     beam: a `strategy.Beam`: size (hypotheses kept per batch element),
       alpha (the length-penalty exponent, >= 0) and return_beams (every
@@ -225,6 +250,7 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
     rules: a `step_rules.StepRules` over the batch's rows (tiled to the
       beams here; `step_rules.NO_RULES`).
     max_lengths: None, or int32 [batch] per-element limits.
+    drop_finished: bool (Python): drop the elements that have stopped.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]), or with
     return_beams (ids [batch, beam_size, max_decode_length], scores
@@ -238,44 +264,69 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
     raise ValueError(f"alpha={alpha}: the length penalty exponent must be >= 0 "
                      "(the early-termination bound assumes it)")
   k = beam.size
-  rules = rules.repeated(k)
   batch = _batch_size(initial_cache)
-  cache = _map_rows(lambda x: tf.repeat(x, k, axis=0), initial_cache)
   seqs = tf.zeros([batch, k, max_decode_length], tf.int32)
-  # All beams start identical; only the first may be extended at step 0.
-  alive_log_probs = tf.tile(
-      tf.concat([[0.0], tf.fill([k - 1], IMPOSSIBLE_LOG_PROB)], 0)[tf.newaxis],
-      [batch, 1])
-  finished_scores = tf.fill([batch, k], IMPOSSIBLE_LOG_PROB)
-  finished_flags = tf.zeros([batch, k], tf.bool)
   limits = _limits(max_lengths, batch, max_decode_length)
   max_penalty = length_penalty(limits, alpha)
+  # All beams start identical; only the first may be extended at step 0.
+  hypotheses = {
+      "alive_seqs": seqs,
+      "alive_log_probs": tf.tile(
+          tf.concat([[0.0], tf.fill([k - 1], IMPOSSIBLE_LOG_PROB)],
+                    0)[tf.newaxis], [batch, 1]),
+      "finished_seqs": seqs,
+      "finished_scores": tf.fill([batch, k], IMPOSSIBLE_LOG_PROB),
+      "finished_flags": tf.zeros([batch, k], tf.bool)}
+  # What the loop carries of each element: its hypotheses, its rows (the
+  # cache and the rules' row tensors, tiled to the beams) and, when
+  # elements leave, its limit, its penalty bound and its index in the batch.
+  elements = {"limit": limits, "max_penalty": max_penalty,
+              "index": tf.range(batch)}
+  rows = {"cache": _map_rows(lambda x: tf.repeat(x, k, axis=0),
+                             initial_cache),
+          "rules": rules.repeated(k).row_tensors()}
+  state = {"hypotheses": hypotheses, "rows": rows}
+  if drop_finished:
+    state["elements"] = elements
+    # The hypotheses of the elements that have left, by batch index.
+    state["results"] = hypotheses
 
-  def cond(step, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-           finished_flags, cache):
-    best_possible = alive_log_probs[:, 0] / max_penalty
+  def stopped(state, step):
+    """bool [elements]: the elements that have stopped searching."""
+    hyps = state["hypotheses"]
+    own = state.get("elements", elements)
+    best_possible = hyps["alive_log_probs"][:, 0] / own["max_penalty"]
     if return_beams:
-      complete = tf.reduce_all(finished_flags, axis=1)
-      reference = finished_scores[:, -1]
+      complete = tf.reduce_all(hyps["finished_flags"], axis=1)
+      reference = hyps["finished_scores"][:, -1]
     else:
-      complete = finished_flags[:, 0]
-      reference = finished_scores[:, 0]
-    done = tf.logical_and(complete, reference >= best_possible) | (
-        step >= limits)
-    return tf.logical_and(step < max_decode_length,
-                          tf.logical_not(tf.reduce_all(done)))
+      complete = hyps["finished_flags"][:, 0]
+      reference = hyps["finished_scores"][:, 0]
+    return tf.logical_and(complete, reference >= best_possible) | (
+        step >= own["limit"])
 
-  def body(step, alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-           finished_flags, cache):
-    old = (alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-           finished_flags)
+  def cond(step, state):
+    return tf.logical_and(step < max_decode_length,
+                          tf.logical_not(tf.reduce_all(stopped(state, step))))
+
+  def body(step, state):
+    if drop_finished:
+      done = stopped(state, step)
+      state = tf.cond(tf.reduce_any(done),
+                      lambda: _without_elements(state, done, k),
+                      lambda: state)
+    own = state.get("elements", elements)
+    old = state["hypotheses"]
+    alive_seqs, alive_log_probs = old["alive_seqs"], old["alive_log_probs"]
+    step_rules = rules.with_row_tensors(state["rows"]["rules"])
     ids = tf.reshape(_previous_tokens(alive_seqs, step), [-1])
-    logits, cache = decode_step(ids, step, cache)
+    logits, cache = decode_step(ids, step, state["rows"]["cache"])
     # 2k candidates: at most k end in EOS (one per beam), so at least k live.
     # The rows' sequences only where a rule reads them (no extra op else).
     rows_seqs = (tf.reshape(alive_seqs, [-1, tf.shape(alive_seqs)[-1]])
-                 if rules.no_repeat_ngram_size else None)
-    log_probs, tokens = rules.top_candidates(logits, rows_seqs, step, 2 * k)
+                 if step_rules.no_repeat_ngram_size else None)
+    log_probs, tokens = step_rules.top_candidates(logits, rows_seqs, step,
+                                                  2 * k)
     top_log_probs, top_beams, top_tokens = _best_extensions(
         log_probs, tokens, alive_log_probs, 2 * k)
     top_seqs = _write_position(_gather_beams(alive_seqs, top_beams), step,
@@ -298,36 +349,71 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
                           top_log_probs / length_penalty(step + 1, alpha),
                           IMPOSSIBLE_LOG_PROB)
     finished_scores, best = tf.math.top_k(
-        tf.concat([finished_scores, new_scores], 1), k=k)
-    finished_seqs = _gather_beams(tf.concat([finished_seqs, top_seqs], 1),
-                                  best)
-    finished_flags = _gather_beams(tf.concat([finished_flags, new_flags], 1),
-                                   best)
+        tf.concat([old["finished_scores"], new_scores], 1), k=k)
+    finished_seqs = _gather_beams(
+        tf.concat([old["finished_seqs"], top_seqs], 1), best)
+    finished_flags = _gather_beams(
+        tf.concat([old["finished_flags"], new_flags], 1), best)
+    new = {"alive_seqs": alive_seqs, "alive_log_probs": alive_log_probs,
+           "finished_seqs": finished_seqs, "finished_scores": finished_scores,
+           "finished_flags": finished_flags}
     # Elements past their limit keep their state (their cache rows go on
-    # being computed and reordered, unused: shapes stay fixed).
-    new = (alive_seqs, alive_log_probs, finished_seqs, finished_scores,
-           finished_flags)
-    active = step < limits
-    kept = tf.nest.map_structure(
-        lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o), new,
-        old)
-    return (step + 1, *kept, cache)
+    # being computed and reordered, unused, until they are dropped).
+    active = step < own["limit"]
+    new = tf.nest.map_structure(
+        lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o),
+        new, old)
+    rows = dict(state["rows"], cache=cache)
+    return step + 1, dict(state, hypotheses=new, rows=rows)
 
-  _, alive_seqs, alive_log_probs, finished_seqs, finished_scores, (
-      finished_flags), _ = _loop(
-          cond, body, (tf.constant(0), seqs, alive_log_probs, seqs,
-                       finished_scores, finished_flags), cache)
+  _, state = _loop(cond, body, (tf.constant(0), state),
+                   batch_varies=drop_finished)
+  hyps = state["hypotheses"]
+  if drop_finished:
+    hyps = _set_aside(state["results"], state["elements"]["index"], hyps)
 
   # Finished hypotheses first (they are sorted, flagged ones in front), then
   # live ones to fill the slots of elements that finished fewer than k.
-  num_finished = tf.reduce_sum(tf.cast(finished_flags, tf.int32), axis=1)
+  num_finished = tf.reduce_sum(tf.cast(hyps["finished_flags"], tf.int32),
+                               axis=1)
   slots = tf.range(k)[tf.newaxis]
   take = tf.where(slots < num_finished[:, tf.newaxis], slots,
                   k + slots - num_finished[:, tf.newaxis])
   # Live hypotheses are only returned when cut at their element's limit.
-  alive_scores = alive_log_probs / max_penalty[:, tf.newaxis]
-  ids = _gather_beams(tf.concat([finished_seqs, alive_seqs], 1), take)
-  scores = _gather_beams(tf.concat([finished_scores, alive_scores], 1), take)
+  alive_scores = hyps["alive_log_probs"] / max_penalty[:, tf.newaxis]
+  ids = _gather_beams(
+      tf.concat([hyps["finished_seqs"], hyps["alive_seqs"]], 1), take)
+  scores = _gather_beams(
+      tf.concat([hyps["finished_scores"], alive_scores], 1), take)
   if return_beams:
     return ids, scores
   return ids[:, 0], scores[:, 0]
+
+
+def _set_aside(results, index, hypotheses):
+  """`results` (hypotheses [batch, ...]) with rows `index` int32
+  [elements] replaced by `hypotheses` [elements, ...]."""
+  return tf.nest.map_structure(
+      lambda all_, some: tf.tensor_scatter_nd_update(
+          all_, index[:, tf.newaxis], some), results, hypotheses)
+
+
+def _without_elements(state, done, k):
+  """The loop state with the elements `done` (bool [elements]) set aside
+  in state["results"] and their hypotheses, rows and cache dropped."""
+  kept = tf.cast(tf.reshape(tf.where(~done), [-1]), tf.int32)
+  kept_rows = tf.reshape(kept[:, tf.newaxis] * k + tf.range(k), [-1])
+  results = _set_aside(state["results"], state["elements"]["index"],
+                       state["hypotheses"])
+
+  def take(indices):
+    return lambda x: tf.gather(x, indices)
+
+  return {
+      "hypotheses": tf.nest.map_structure(take(kept), state["hypotheses"]),
+      "elements": tf.nest.map_structure(take(kept), state["elements"]),
+      "rows": {"cache": _map_rows(take(kept_rows), state["rows"]["cache"],
+                                  per_batch=take(kept)),
+               "rules": tf.nest.map_structure(take(kept_rows),
+                                              state["rows"]["rules"])},
+      "results": results}

@@ -185,7 +185,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
         outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
     else:
       outputs, scores = beam_search(step, cache, chosen, length, rules,
-                                    max_lengths=row_limits)
+                                    max_lengths=row_limits,
+                                    drop_finished=not static_shapes)
     return outputs, scores
 
   def sample(inputs, prefix_ids):

@@ -58,6 +58,17 @@ class StepRules:
       return self
     return dataclasses.replace(self, prefix=self.prefix.repeated(n))
 
+  def row_tensors(self):
+    """The rules' tensors with a row each, a nest (empty without a prefix):
+    what a search that drops rows gathers with them."""
+    return {} if self.prefix is None else {"prefix": self.prefix.ids}
+
+  def with_row_tensors(self, tensors):
+    """These rules over the rows of `tensors` (from `row_tensors`)."""
+    if self.prefix is None:
+      return self
+    return dataclasses.replace(self, prefix=ForcedPrefix(tensors["prefix"]))
+
   def _exclusions(self, step):
     """(excluded_ids, excluding) for `log_normalizer_and_top_k` at `step`:
     excluded_id always, EOS while step < min_length."""

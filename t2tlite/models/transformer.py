@@ -250,14 +250,17 @@ class Transformer(keras.Model):
         here.
     Returns:
       (decode_step(ids, step, cache) -> (logits, cache): `decode_step` bound
-      to the encoded inputs and the search's weights; the initial cache, for
-      batch rows).
+      to the search's weights; the initial cache, for batch rows, with the
+      encoded inputs in it (cache["per_batch"]["memory"], one copy per batch
+      element), so that everything a step reads of a batch element travels
+      with the cache: a search may drop elements from it).
     """
     if search_weights is None:
       search_weights = self.search_weights()
     memory = self.decoding_memory(inputs, search_weights)
     cache = self.init_cache(tf.shape(inputs)[0], max_decode_length)
-    return functools.partial(self.decode_step, memory=memory,
+    cache["per_batch"] = dict(cache.get("per_batch", {}), memory=memory)
+    return functools.partial(self.decode_step,
                              growing=max_decode_length is None,
                              search_weights=search_weights), cache
 
@@ -349,7 +352,7 @@ class Transformer(keras.Model):
       cache["words_done"] = tf.zeros([batch_size], tf.int32)
     return cache
 
-  def decode_step(self, ids, step, cache, memory, growing=False,
+  def decode_step(self, ids, step, cache, memory=None, growing=False,
                   search_weights=None):
     """Logits for position `step` given the token at that position.
 
@@ -358,13 +361,16 @@ class Transformer(keras.Model):
         rows = batch * beams, a batch element's beams consecutive.
       step: int32 scalar position.
       cache: from `init_cache(rows, ...)` or the previous `decode_step`.
-      memory: from `decoding_memory` ([batch, ...]).
+      memory: from `decoding_memory` ([batch, ...]); None: the cache's
+        (cache["per_batch"]["memory"], as `prepare_decoding` makes it).
       growing: the cache was made without max_decode_length.
       search_weights: None, or from `search_weights`.
     Returns:
       (float32 logits [rows, target vocab], updated cache).
     """
     pointer, cache = None, dict(cache)
+    if memory is None:
+      memory = cache["per_batch"]["memory"]
     if self.word_pointer is not None:
       cache["words_done"] += self.word_pointer.is_word_token(ids)
       pointer = self.word_pointer.step(cache["words_done"],
@@ -380,7 +386,8 @@ class Transformer(keras.Model):
         memory["bias"], self_bias=self_bias, start=step, caches=layers,
         growing=growing, search_weights=search_weights, pointer=pointer)
     if growing:
-      return logits[:, 0, :], dict(cache, per_batch={"layers": layers})
+      return logits[:, 0, :], dict(
+          cache, per_batch=dict(cache["per_batch"], layers=layers))
     return logits[:, 0, :], dict(cache, layers=layers)
 
   @staticmethod

@@ -24,8 +24,10 @@ def greedy_search(decode_step, initial_cache, max_decode_length,
 
 def beam_search(decode_step, initial_cache, beam_size, max_decode_length,
                 alpha=0.6, return_beams=False, max_lengths=None,
-                excluded_id=None, min_length=0, no_repeat_ngram_size=0):
+                excluded_id=None, min_length=0, no_repeat_ngram_size=0,
+                drop_finished=False):
   return searches.beam_search(
       decode_step, initial_cache, Beam(beam_size, alpha, return_beams),
       max_decode_length, _rules(excluded_id, min_length,
-                                no_repeat_ngram_size), max_lengths)
+                                no_repeat_ngram_size), max_lengths,
+      drop_finished=drop_finished)

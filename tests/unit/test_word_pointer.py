@@ -61,10 +61,12 @@ def test_cached_decoding_reproduces_full_forward(growing):
                          [7, 6, 10, 1, 0, 0, 0, 0]])
   full = model({"inputs": inputs, "targets": targets}).numpy()
   beams = 3  # rows = batch * beams share each element's memory
-  decode_step, cache = model.prepare_decoding(inputs,
-                                              None if growing else 10)
+  decode_step, prepared = model.prepare_decoding(inputs,
+                                                 None if growing else 10)
   cache = tf.nest.map_structure(lambda t: tf.repeat(t, beams, axis=0),
                                 model.init_cache(2, None if growing else 10))
+  cache["per_batch"] = dict(cache.get("per_batch", {}),
+                            memory=prepared["per_batch"]["memory"])
   previous = tf.zeros([2 * beams], tf.int32)
   for step in range(targets.shape[1]):
     logits, cache = decode_step(previous, tf.constant(step), cache)
