@@ -305,16 +305,14 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
     return tf.logical_and(complete, reference >= best_possible) | (
         step >= own["limit"])
 
-  def cond(step, state):
-    return tf.logical_and(step < max_decode_length,
-                          tf.logical_not(tf.reduce_all(stopped(state, step))))
+  def searching(reduce):
+    """A loop condition: a step is left and not `reduce` (tf.reduce_all:
+    some element still searches; tf.reduce_any: every element does)."""
+    return lambda step, state: tf.logical_and(
+        step < max_decode_length,
+        tf.logical_not(reduce(stopped(state, step))))
 
   def body(step, state):
-    if drop_finished:
-      done = stopped(state, step)
-      state = tf.cond(tf.reduce_any(done),
-                      lambda: _without_elements(state, done, k),
-                      lambda: state)
     own = state.get("elements", elements)
     old = state["hypotheses"]
     alive_seqs, alive_log_probs = old["alive_seqs"], old["alive_log_probs"]
@@ -357,17 +355,34 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
     new = {"alive_seqs": alive_seqs, "alive_log_probs": alive_log_probs,
            "finished_seqs": finished_seqs, "finished_scores": finished_scores,
            "finished_flags": finished_flags}
-    # Elements past their limit keep their state (their cache rows go on
-    # being computed and reordered, unused, until they are dropped).
-    active = step < own["limit"]
-    new = tf.nest.map_structure(
-        lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o),
-        new, old)
+    if not drop_finished:
+      # Elements past their limit keep their state (their cache rows go on
+      # being computed and reordered, unused: shapes stay fixed). Dropped,
+      # they have left before (`searching`).
+      active = step < own["limit"]
+      new = tf.nest.map_structure(
+          lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o),
+          new, old)
     rows = dict(state["rows"], cache=cache)
     return step + 1, dict(state, hypotheses=new, rows=rows)
 
-  _, state = _loop(cond, body, (tf.constant(0), state),
-                   batch_varies=drop_finished)
+  if drop_finished:
+    # Phases: the stopped elements leave, then the others search until one
+    # of them stops. The inner loop's steps cost what they cost without
+    # dropping (no branch at every step).
+    def phase(step, state):
+      done = stopped(state, step)  # none at step 0, mostly
+      state = tf.cond(tf.reduce_any(done),
+                      lambda: _without_elements(state, done, k),
+                      lambda: state)
+      return _loop(searching(tf.reduce_any), body, (step, state),
+                   batch_varies=True)
+
+    _, state = _loop(searching(tf.reduce_all), phase,
+                     (tf.constant(0), state), batch_varies=True)
+  else:
+    _, state = _loop(searching(tf.reduce_all), body,
+                     (tf.constant(0), state))
   hyps = state["hypotheses"]
   if drop_finished:
     hyps = _set_aside(state["results"], state["elements"]["index"], hyps)
