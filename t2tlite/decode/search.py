@@ -43,18 +43,21 @@ def decode_lengths(model, inputs, extra_length):
   return buffer, limits
 
 
-def row_parts(inputs, parts):
-  """`inputs`' rows in `parts` consecutive blocks whose sizes differ by at
-  most one (empty blocks when there are fewer rows than parts).
+def balanced_blocks(inputs, parts):
+  """The rows of `parts` blocks that take about as long to search: the
+  rows by length, longest first, dealt out in turn, so that every block
+  holds long and short rows alike and side-by-side searches end together
+  (a block searches until its last row stops). Blocks differ in size by at
+  most one (empty ones when there are fewer rows than parts).
 
   Args:
-    inputs: [batch, ...].
+    inputs: int32 [batch, src_len], 0-padded.
   Returns:
-    a list of `parts` tensors [batch_i, ...], in order.
+    a list of `parts` int32 [batch_i] row indices.
   """
-  batch = tf.shape(inputs)[0]
-  bounds = [(i * batch) // parts for i in range(parts + 1)]
-  return [inputs[start:end] for start, end in zip(bounds, bounds[1:])]
+  lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
+  order = tf.argsort(lengths, direction="DESCENDING", stable=True)
+  return [order[i::parts] for i in range(parts)]
 
 
 def int8_or_float(plan, int8_per_call, search_weights, search):
@@ -123,8 +126,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     inputs: int32 [batch, src_len], each row ending with EOS, 0-padded. A
       model with learned positions reads only the first max_length.
     plan: a `strategy.DecodePlan` (`DecodePlan.from_settled`). Its
-      concurrent_searches are independent searches over consecutive
-      blocks of the batch's rows (`row_parts`), sharing one copy of the
+      concurrent_searches are independent searches over blocks of the
+      batch's rows (`balanced_blocks`), sharing one copy of the
       weights; the outputs are those of one search over the whole batch
       (see DecodeHParams for int8).
     constraint: None, or a `constraints.DecodeConstraint` that every output
@@ -214,10 +217,13 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
         search, autograph=False,
         input_signature=[tf.TensorSpec([None] + part.shape[1:], part.dtype)
                          for part in parts])
-    blocks = zip(*[row_parts(part, plan.concurrent_searches)
-                   for part in parts])
+    blocks = balanced_blocks(inputs, plan.concurrent_searches)
     outputs, scores = (tf.concat(results, axis=0) for results in zip(
-        *[block_search(*block) for block in blocks]))
+        *[block_search(*[tf.gather(part, rows) for part in parts])
+          for rows in blocks]))
+    # Back to the batch's order.
+    back = tf.argsort(tf.concat(blocks, axis=0))
+    outputs, scores = tf.gather(outputs, back), tf.gather(scores, back)
   return {"outputs": outputs, "scores": scores}
 
 

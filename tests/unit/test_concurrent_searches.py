@@ -12,7 +12,7 @@ from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import searches_for, threads_per_search
 from decode_helpers import decode_ids
-from t2tlite.decode.search import row_parts, search_with_hparams
+from t2tlite.decode.search import balanced_blocks, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.tree_constraint import TreeConstraint
 from t2tlite.hparams_lib import HParams
@@ -29,13 +29,17 @@ INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
                       [30, 31, 32, 33, 1, 0]], tf.int32)
 
 
-def test_row_parts_split_in_order_with_sizes_one_apart():
-  rows = tf.reshape(tf.range(10), [5, 2])
-  for parts, sizes in ((1, [5]), (2, [2, 3]), (3, [1, 2, 2]),
-                       (7, [0, 1, 1, 0, 1, 1, 1])):
-    blocks = row_parts(rows, parts)
-    assert [int(b.shape[0]) for b in blocks] == sizes
-    np.testing.assert_array_equal(tf.concat(blocks, 0), rows)
+def test_balanced_blocks_deal_out_the_rows_by_length():
+  # Lengths 3, 5, 1, 2, 4 (EOS included).
+  for parts, blocks in ((1, [[1, 4, 0, 3, 2]]), (2, [[1, 0, 2], [4, 3]]),
+                        (3, [[1, 3], [4, 2], [0]]),
+                        (7, [[1], [4], [0], [3], [2], [], []])):
+    found = balanced_blocks(INPUTS, parts)
+    assert [b.numpy().tolist() for b in found] == blocks
+  # Equal lengths keep their order, dealt out in turn.
+  equal = tf.ones([5, 3], tf.int32)
+  assert [b.numpy().tolist() for b in balanced_blocks(equal, 2)] == [
+      [0, 2, 4], [1, 3]]
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
@@ -54,7 +58,7 @@ def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
   one_ids, one_scores = searcher(1)(INPUTS)
   assert np.count_nonzero(one_ids[:, 0, 0]) == INPUTS.shape[0]
   two = searcher(2)
-  ids, scores = two(INPUTS)  # blocks of 2 and 3 rows
+  ids, scores = two(INPUTS)  # blocks of 3 and 2 rows, out of order
   np.testing.assert_array_equal(ids, one_ids)
   np.testing.assert_allclose(scores, one_scores, atol=1e-5)
   # One row for two searches: one of them searches an empty block.
