@@ -1,0 +1,75 @@
+"""How long a Decoder takes to trace its search: the first batch (tracing
+and graph optimization) beside the next ones, on a trained run folder.
+
+    python bench/first_decode.py --output_dir=/tmp/t2t_train/reverse \
+        [--decode_hparams=beam_size=4,alpha=0.6] [--runs=3]
+
+Each run is a fresh process (a trace is made once a process), with
+TensorFlow's threads as t2t-decoder sets them: it loads the model, builds
+a `Decoder`, then times one batch of one line (the trace and the run) and
+one batch of two lines of other lengths (a new shape, no new trace).
+Prints JSON lines: the machine (bench/export_latency.py's), one line a run,
+then the medians.
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+FIRST_LINES = ["1 2 3"]
+NEXT_LINES = ["1 2 3 4 5 6", "1 2"]
+
+
+def one_run(output_dir, decode_hparams):
+  """{"first_s", "next_s"} of a Decoder in this process."""
+  import t2tlite  # noqa: F401  (oneDNN set before TensorFlow loads)
+  from t2tlite import precision, run_dir
+  from t2tlite.data.vocab import Vocabulary
+  from t2tlite.decode.decoding import Decoder
+  from t2tlite.decode.machine import settle
+  from t2tlite.decode.settings import DecodeHParams
+  settled = settle(DecodeHParams.parse(decode_hparams), set_threads=True)
+  model, info, _ = run_dir.load_trained_model(
+      output_dir, dtype=precision.KERAS_POLICY["float32"])
+  decoder = Decoder(model, Vocabulary.from_file(info.vocab_file), settled,
+                    Vocabulary.from_file(info.target_vocab_file))
+  start = time.perf_counter()
+  decoder.decode_batch(FIRST_LINES)
+  first = time.perf_counter() - start
+  start = time.perf_counter()
+  decoder.decode_batch(NEXT_LINES)
+  return {"first_s": first, "next_s": time.perf_counter() - start}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--output_dir", required=True,
+                      help="A trained run folder.")
+  parser.add_argument("--decode_hparams", default="beam_size=4,alpha=0.6")
+  parser.add_argument("--runs", type=int, default=3)
+  parser.add_argument("--one_run", action="store_true",
+                      help=argparse.SUPPRESS)  # a child process's job
+  args = parser.parse_args()
+  if args.one_run:
+    print(json.dumps(one_run(args.output_dir, args.decode_hparams)))
+    return
+  from export_latency import machine
+  print(json.dumps(machine()), flush=True)
+  rows = []
+  for run in range(args.runs):
+    result = subprocess.run(
+        [sys.executable, __file__, "--one_run",
+         f"--output_dir={args.output_dir}",
+         f"--decode_hparams={args.decode_hparams}"],
+        capture_output=True, text=True, check=True, timeout=600)
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    rows.append(dict(row, run=run))
+    print(json.dumps(rows[-1]), flush=True)
+  print(json.dumps({key: statistics.median(row[key] for row in rows)
+                    for key in ("first_s", "next_s")}))
+
+
+if __name__ == "__main__":
+  main()
