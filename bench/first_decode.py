@@ -24,17 +24,11 @@ NEXT_LINES = ["1 2 3 4 5 6", "1 2"]
 
 def one_run(output_dir, decode_hparams):
   """{"first_s", "next_s"} of a Decoder in this process."""
-  import t2tlite  # noqa: F401  (oneDNN set before TensorFlow loads)
-  from t2tlite import precision, run_dir
-  from t2tlite.data.vocab import Vocabulary
-  from t2tlite.decode.decoding import Decoder
+  from serve_load import run_decoder  # sets oneDNN before TensorFlow loads
   from t2tlite.decode.machine import settle
   from t2tlite.decode.settings import DecodeHParams
   settled = settle(DecodeHParams.parse(decode_hparams), set_threads=True)
-  model, info, _ = run_dir.load_trained_model(
-      output_dir, dtype=precision.KERAS_POLICY["float32"])
-  decoder = Decoder(model, Vocabulary.from_file(info.vocab_file), settled,
-                    Vocabulary.from_file(info.target_vocab_file))
+  decoder = run_decoder(output_dir, settled)
   start = time.perf_counter()
   decoder.decode_batch(FIRST_LINES)
   first = time.perf_counter() - start

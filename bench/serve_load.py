@@ -327,20 +327,26 @@ def overload(url, pid, lines, expected, args, rss_warm):
       "load_average": list(os.getloadavg())}
 
 
-def offline_decoder(run_folder, saved_model):
-  """t2t-decoder's Decoder on the run folder, with the export's decode
-  hparams, in float32."""
+def run_decoder(run_folder, settled):
+  """t2t-decoder's Decoder on a run folder's model, in float32, searching
+  as `settled` (a `SettledDecode`) says."""
   from t2tlite import precision, run_dir
   from t2tlite.data.vocab import Vocabulary
   from t2tlite.decode.decoding import Decoder
+  model, info, _ = run_dir.load_trained_model(
+      run_folder, dtype=precision.KERAS_POLICY["float32"])
+  return Decoder(model, Vocabulary.from_file(info.vocab_file), settled,
+                 Vocabulary.from_file(info.target_vocab_file))
+
+
+def offline_decoder(run_folder, saved_model):
+  """t2t-decoder's Decoder on the run folder, with the export's decode
+  hparams, in float32."""
   from export_latency import export_metadata
   decode = export_metadata(saved_model)["decode_hparams"]
   hp = DecodeHParams(**{k: v for k, v in decode.items()
                         if k in DecodeHParams.__dataclass_fields__})
-  model, info, _ = run_dir.load_trained_model(
-      run_folder, dtype=precision.KERAS_POLICY["float32"])
-  return Decoder(model, Vocabulary.from_file(info.vocab_file), settle(hp),
-                 Vocabulary.from_file(info.target_vocab_file))
+  return run_decoder(run_folder, settle(hp))
 
 
 def offline_rate(decoder, lines):

@@ -19,7 +19,7 @@ what `search.decode` asks in graph mode): their rows leave the cache, the
 "per_batch" leaves by element, the others by row, so a step function must
 hold everything it reads per element or row in its cache.
 
-Everything runs in one `tf.while_loop` with TensorFlow core ops only
+Everything runs in `tf.while_loop`s with TensorFlow core ops only
 (sequences live in [.., max_decode_length] buffers written in place), so the
 searches can be put in a SavedModel. A cache leaf may grow along a dimension
 that is empty (size 0) in the initial cache, e.g. keys and values appended
@@ -278,23 +278,21 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
       "finished_scores": tf.fill([batch, k], IMPOSSIBLE_LOG_PROB),
       "finished_flags": tf.zeros([batch, k], tf.bool)}
   # What the loop carries of each element: its hypotheses, its rows (the
-  # cache and the rules' row tensors, tiled to the beams) and, when
-  # elements leave, its limit, its penalty bound and its index in the batch.
-  elements = {"limit": limits, "max_penalty": max_penalty,
-              "index": tf.range(batch)}
+  # cache and the rules' row tensors, tiled to the beams), its limit, its
+  # penalty bound and its index in the batch.
   rows = {"cache": _map_rows(lambda x: tf.repeat(x, k, axis=0),
                              initial_cache),
           "rules": rules.repeated(k).row_tensors()}
-  state = {"hypotheses": hypotheses, "rows": rows}
+  state = {"hypotheses": hypotheses, "rows": rows,
+           "elements": {"limit": limits, "max_penalty": max_penalty,
+                        "index": tf.range(batch)}}
   if drop_finished:
-    state["elements"] = elements
     # The hypotheses of the elements that have left, by batch index.
     state["results"] = hypotheses
 
   def stopped(state, step):
     """bool [elements]: the elements that have stopped searching."""
-    hyps = state["hypotheses"]
-    own = state.get("elements", elements)
+    hyps, own = state["hypotheses"], state["elements"]
     best_possible = hyps["alive_log_probs"][:, 0] / own["max_penalty"]
     if return_beams:
       complete = tf.reduce_all(hyps["finished_flags"], axis=1)
@@ -313,7 +311,6 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
         tf.logical_not(reduce(stopped(state, step))))
 
   def body(step, state):
-    own = state.get("elements", elements)
     old = state["hypotheses"]
     alive_seqs, alive_log_probs = old["alive_seqs"], old["alive_log_probs"]
     step_rules = rules.with_row_tensors(state["rows"]["rules"])
@@ -359,7 +356,7 @@ def beam_search(decode_step, initial_cache, beam, max_decode_length, rules,
       # Elements past their limit keep their state (their cache rows go on
       # being computed and reordered, unused: shapes stay fixed). Dropped,
       # they have left before (`searching`).
-      active = step < own["limit"]
+      active = step < state["elements"]["limit"]
       new = tf.nest.map_structure(
           lambda n, o: tf.where(_per_element(active, n.shape.rank), n, o),
           new, old)
