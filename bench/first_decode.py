@@ -57,7 +57,10 @@ def main():
         [sys.executable, __file__, "--one_run",
          f"--output_dir={args.output_dir}",
          f"--decode_hparams={args.decode_hparams}"],
-        capture_output=True, text=True, check=True, timeout=600)
+        capture_output=True, text=True, timeout=600)
+    if result.returncode:
+      errors = result.stderr.strip().splitlines() or ["no output"]
+      sys.exit(f"first_decode.py: run {run} failed: {errors[-1]}")
     row = json.loads(result.stdout.strip().splitlines()[-1])
     rows.append(dict(row, run=run))
     print(json.dumps(rows[-1]), flush=True)
