@@ -20,6 +20,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
 from corpora import multi30k_raw_folder
+import require_all
 
 # Files that take minutes (real-data training, the quick start, worker
 # faults), longest first. Workers take whole files (pytest.ini), and a file
@@ -66,6 +67,14 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.write_line(
         f"{count} slow test{'s' if count > 1 else ''} left out (minutes of "
         "real training each; `python -m pytest -m slow` runs them)")
+
+
+# T2TLITE_REQUIRE_ALL=1 (.ci/run): a skip, wherever it is raised (a skipif
+# mark, pytest.skip in a fixture or test, an importorskip), fails the test
+# with its reason as the one line (tests/support/require_all.py).
+pytest_runtest_setup = require_all.skip_fails()
+pytest_runtest_call = require_all.skip_fails()
+pytest_make_collect_report = require_all.collect_skip_fails()
 
 
 def pytest_collection_modifyitems(config, items):
