@@ -1,5 +1,6 @@
 """Small file helpers shared by the library and the commands."""
 import os
+import shutil
 
 
 def atomic_write_text(path, text):
@@ -10,6 +11,13 @@ def atomic_write_text(path, text):
   with tf.io.gfile.GFile(tmp, "w") as f:
     f.write(text)
   tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def atomic_copy(source, destination):
+  """Copies a local file under a temporary name, then renames it."""
+  tmp = f"{destination}.tmp-{os.getpid()}"
+  shutil.copyfile(source, tmp)
+  os.replace(tmp, destination)
 
 
 def read_lines(path):

@@ -123,8 +123,9 @@ class Problem:
     self._vocabs = {}  # path -> ((path, mtime), Vocabulary)
 
   def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
-                    vocab_size=None, progress=None):
-    """Writes vocabulary and records into data_dir; returns a summary dict."""
+                    vocab_size=None, progress=None, vocab_from=None):
+    """Writes vocabulary and records into data_dir; returns a summary dict.
+    vocab_from: another run's vocabulary to reuse instead of training one."""
     raise NotImplementedError
 
   @property
@@ -373,8 +374,9 @@ class Text2TextProblem(Problem):
           yield sample[name]
 
   def generate_data(self, data_dir, tmp_dir=None, raw_data_dir=None,
-                    vocab_size=None, progress=None):
-    """Trains (or reuses) the vocabulary and writes the records of every
-    available split; see `t2tlite.data.datagen.generate`."""
+                    vocab_size=None, progress=None, vocab_from=None):
+    """Trains (or reuses, or with vocab_from copies) the vocabulary and
+    writes the records of every available split; see
+    `t2tlite.data.datagen.generate`."""
     return datagen.generate(self, data_dir, tmp_dir, raw_data_dir, vocab_size,
-                            progress)
+                            progress, vocab_from=vocab_from)

@@ -20,18 +20,20 @@ Every file is written under a temporary name and renamed when complete.
 import dataclasses
 import json
 import os
-import shutil
 
 import tensorflow as tf
 
 from t2tlite import files
+from t2tlite.data.vocab_source import RUN_TARGET_VOCAB_FILE
+from t2tlite.data.vocab_source import RUN_VOCAB_FILE
+from t2tlite.data.vocab_source import same_file_contents
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import DEFAULT_MODEL, build_model, word_pointer_tables
 
 HPARAMS_FILE = "hparams.json"
 RUN_FILE = "run.json"
-VOCAB_FILE = "vocab.model"
-TARGET_VOCAB_FILE = "vocab.targets.model"
+VOCAB_FILE = RUN_VOCAB_FILE
+TARGET_VOCAB_FILE = RUN_TARGET_VOCAB_FILE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,14 +66,13 @@ def _copy_into(source, output_dir, name):
   """Copies `source` to output_dir/name (temporary name, then rename)."""
   copy = os.path.join(output_dir, name)
   if os.path.abspath(source) != os.path.abspath(copy):
-    tmp = f"{copy}.tmp-{os.getpid()}"
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, copy)
+    files.atomic_copy(source, copy)
 
 
 def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
                    flags=None, model=DEFAULT_MODEL, longest_train_example=None,
-                   target_vocab_size=None, target_vocab_source=None):
+                   target_vocab_size=None, target_vocab_source=None,
+                   parent=None):
   """Saves hparams.json, run.json and a copy of the vocabulary (or two).
 
   Args:
@@ -81,6 +82,9 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
       the decoder compares its inputs with.
     target_vocab_size, target_vocab_source: the targets' own vocabulary;
       None when they share the input vocabulary.
+    parent: None, or the run's lineage when it was warm-started
+      (`t2tlite.train.warm_start.Parent.to_json`); a restart keeps the one
+      recorded.
   """
   if (target_vocab_source is None) != (target_vocab_size is None):
     raise ValueError("write_run_info: give both target_vocab_size and "
@@ -92,7 +96,9 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
     target_vocab_source = os.path.abspath(target_vocab_source)
   files.atomic_write_text(os.path.join(output_dir, HPARAMS_FILE),
                           hp.to_json())
-  plan = read_plan(output_dir)  # a restart keeps the run's plan
+  # A restart keeps the run's plan and its parent.
+  plan = read_plan(output_dir)
+  parent = parent or read_parent(output_dir)
   run = {"problem": problem, "vocab_size": vocab_size,
          "vocab_source": os.path.abspath(vocab_source),
          "target_vocab_size": target_vocab_size or vocab_size,
@@ -100,18 +106,31 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
          "model": model, "longest_train_example": longest_train_example}
   if plan is not None:
     run["plan"] = plan
+  if parent is not None:
+    run["parent"] = parent
   files.atomic_write_text(os.path.join(output_dir, RUN_FILE),
                           json.dumps(run, indent=2, sort_keys=True))
+
+
+def _run_json_entry(output_dir, key):
+  """run.json's `key`, or None (no run.json yet, or no such entry)."""
+  path = os.path.join(output_dir, RUN_FILE)
+  if not tf.io.gfile.exists(path):
+    return None
+  with tf.io.gfile.GFile(path) as f:
+    return json.load(f).get(key)
 
 
 def read_plan(output_dir):
   """The "plan" of run.json (t2tlite.train.budget.Plan as a dict), or None
   (no run.json yet, or a run of fixed train_steps)."""
-  path = os.path.join(output_dir, RUN_FILE)
-  if not tf.io.gfile.exists(path):
-    return None
-  with tf.io.gfile.GFile(path) as f:
-    return json.load(f).get("plan")
+  return _run_json_entry(output_dir, "plan")
+
+
+def read_parent(output_dir):
+  """The "parent" of run.json (where a warm-started run's first weights came
+  from: path, checkpoint, step, vocabulary), or None."""
+  return _run_json_entry(output_dir, "parent")
 
 
 def record_plan(output_dir, plan):
@@ -285,10 +304,6 @@ def _word_pointer_tables(info):
 # Several runs' models at once: the members of an ensemble.
 
 
-def _same_file(a, b):
-  with open(a, "rb") as fa, open(b, "rb") as fb:
-    return fa.read() == fb.read()
-
 
 def _resolve_member(output_dir, path):
   """(RunInfo, checkpoint) of one ensemble member: `path` is a run folder
@@ -323,7 +338,7 @@ def check_same_problem_and_vocab(members):
     for name, a, b in (("vocabulary", first.vocab_file, info.vocab_file),
                        ("target vocabulary", first.target_vocab_file,
                         info.target_vocab_file)):
-      if not _same_file(a, b):
+      if not same_file_contents(a, b):
         raise ValueError(
             f"checkpoint_path: the {name} of {path} ({b}) differs from that "
             f"of {first_path} ({a}); an ensemble needs one vocabulary")

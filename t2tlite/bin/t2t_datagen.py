@@ -3,6 +3,7 @@ vocabularies) and TFRecord shards to data_dir.
 
     t2t-datagen --problem=translate_ende_wmt --data_dir=~/t2t_data \
         [--tmp_dir=T] [--raw_data_dir=R] [--t2t_usr_dir=U] [--vocab_size=N]
+        [--vocab_from=RUN_OR_MODEL]
 
 Re-running keeps complete shards and finishes incomplete work. Prints progress
 on stderr and a summary at the end (also saved as
@@ -29,6 +30,12 @@ flags.DEFINE_integer("vocab_size", None, "Overrides the problem's vocabulary "
                      "the targets have their own); too large or too small "
                      "for the corpus, it is changed with a warning.",
                      lower_bound=4)
+flags.DEFINE_string("vocab_from", None, "Encode with another run's "
+                    "vocabulary instead of training one: a run folder (or a "
+                    "checkpoint inside one) or a sentencepiece .model file. "
+                    "A run that fine-tunes that run needs it "
+                    "(docs/fine_tuning.md); records encoded with another "
+                    "vocabulary are regenerated.")
 
 FLAGS = flags.FLAGS
 
@@ -63,7 +70,8 @@ def _run():
   try:
     summary = problem.generate_data(
         FLAGS.data_dir, FLAGS.tmp_dir, raw_data_dir=FLAGS.raw_data_dir,
-        vocab_size=FLAGS.vocab_size, progress=progress)
+        vocab_size=FLAGS.vocab_size, progress=progress,
+        vocab_from=FLAGS.vocab_from)
   finally:
     progress.done()
   print(datagen.format_summary(summary))
@@ -71,7 +79,8 @@ def _run():
 
 def main():
   console.run(_run, __name__, required=["problem", "data_dir"],
-              path_flags=["data_dir", "tmp_dir", "raw_data_dir", "t2t_usr_dir"],
+              path_flags=["data_dir", "tmp_dir", "raw_data_dir", "t2t_usr_dir",
+                          "vocab_from"],
               errors=(console.CommandError, DataError,
                       registry.RegistryError, FileNotFoundError))
 

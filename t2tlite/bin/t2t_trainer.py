@@ -4,8 +4,9 @@ r"""t2t-trainer: trains (and evaluates) a model on a problem.
         --data_dir=~/t2t_data --output_dir=~/t2t_train/reverse --generate_data
 
 Running the same command again resumes from the latest checkpoint in
-output_dir with the hparams saved there. With several workers in TF_CONFIG,
-run the same command on each worker.
+output_dir with the hparams saved there; --warm_start_from=RUN starts a new
+run from another run's weights (fine-tuning, transfer: docs/fine_tuning.md).
+With several workers in TF_CONFIG, run the same command on each worker.
 
 Exit codes: 0 done; 1 bad input; 75 preempted (SIGTERM or Ctrl-C: a checkpoint
 was saved at the step reached); 69 a worker was lost (resume from the newest
@@ -38,6 +39,7 @@ strategy_lib = lazy.module("t2tlite.train.strategy")
 train_config = lazy.module("t2tlite.train.config")
 run_hparams = lazy.module("t2tlite.train.run_hparams")
 trainer_lib = lazy.module("t2tlite.train.trainer")
+warm_start_lib = lazy.module("t2tlite.train.warm_start")
 
 # The peer watch's bounds past --worker_timeout_secs, for its help.
 _WATCH_LAG_SECS = peer_watch.bound_secs(0)
@@ -84,7 +86,8 @@ flags.DEFINE_enum("schedule", "train_and_evaluate",
                   ["train", "train_and_evaluate", "evaluate"],
                   "train; train_and_evaluate (evaluate on dev every "
                   "--local_eval_frequency steps and at the end); evaluate "
-                  "(the latest checkpoint, once).")
+                  "(the latest checkpoint, once; in a new output_dir with "
+                  "--warm_start_from, the parent's weights on this data).")
 flags.DEFINE_integer("worker_gpu", 0, "Devices to train on: 0 = every "
                      "visible GPU (or the CPU); N = the first N GPUs "
                      "(MirroredStrategy). On a machine without GPUs, N > 1 "
@@ -153,6 +156,29 @@ flags.DEFINE_bool("export_best", False, "Export OUTPUT_DIR/best as a "
                   "SavedModel (OUTPUT_DIR/export_best/<version>) each time "
                   "it improves.")
 
+# Reuse of a trained model (t2tlite.train.warm_start).
+flags.DEFINE_string("warm_start_from", None, "Start from another run's "
+                    "weights: a run folder (its newest checkpoint), its best/ "
+                    "(RUN/best), or a checkpoint prefix. Weights only: the "
+                    "optimizer, the step and the learning-rate schedule start "
+                    "anew under this run's hparams. With --generate_data the "
+                    "data is encoded with the parent's vocabulary. Ignored, "
+                    "with a log line, when output_dir already holds "
+                    "checkpoints (the run resumes).")
+flags.DEFINE_string("warm_start_variables", None, "With --warm_start_from: "
+                    "read only the variables whose names match this regex "
+                    "from their start (e.g. \"encoder|embedding\"); the "
+                    "others keep their fresh initialisation.")
+flags.DEFINE_bool("warm_start_map_vocab", False, "With --warm_start_from: "
+                  "this run has a vocabulary of its own; embedding rows of "
+                  "pieces both vocabularies hold come from the parent, the "
+                  "others are initialised as new.")
+flags.DEFINE_string("vocab_from", None, "With --generate_data: encode with "
+                    "another run's vocabulary (a run folder, or a "
+                    "sentencepiece .model file) instead of training one; "
+                    "default with --warm_start_from: the parent's, unless "
+                    "--warm_start_map_vocab.")
+
 FLAGS = flags.FLAGS
 # The flags recorded in run.json (the ones this command defines or shares).
 _RECORDED_FLAGS = (
@@ -163,9 +189,10 @@ _RECORDED_FLAGS = (
     "mixed_precision", "random_seed", "log_step_count_steps",
     "worker_timeout_secs", "dev_metric", "eval_decode_samples",
     "eval_decode_hparams", "early_stopping_patience", "export_best",
-    "keep_best_checkpoints", "train_minutes")
+    "keep_best_checkpoints", "train_minutes", "warm_start_from",
+    "warm_start_variables", "warm_start_map_vocab", "vocab_from")
 _PATH_FLAGS = ("output_dir", "data_dir", "tmp_dir", "raw_data_dir",
-               "t2t_usr_dir")
+               "t2t_usr_dir", "warm_start_from", "vocab_from")
 
 
 def registry_help():
@@ -293,6 +320,60 @@ def _budget(output_dir, saved_flags):
   return plan.train_minutes, plan.max_steps, plan
 
 
+def _warm_start_parent(output_dir):
+  """The `warm_start.Parent` of --warm_start_from, or None: not asked for,
+  or output_dir holds checkpoints already (the run resumes; said in the
+  log)."""
+  if not FLAGS.warm_start_from:
+    if FLAGS.warm_start_variables or FLAGS.warm_start_map_vocab:
+      raise console.CommandError(
+          "--warm_start_variables and --warm_start_map_vocab need "
+          "--warm_start_from.")
+    return None
+  held = run_dir.checkpoints_newest_first(output_dir)
+  if held:
+    logging.info("The warm start from %s is not applied: %s holds "
+                 "checkpoints (%s), and the run resumes from them.",
+                 FLAGS.warm_start_from, output_dir, os.path.basename(held[0]))
+    return None
+  try:
+    return warm_start_lib.parent_of(FLAGS.warm_start_from,
+                                    FLAGS.warm_start_variables,
+                                    FLAGS.warm_start_map_vocab)
+  except warm_start_lib.WarmStartError as error:
+    raise console.CommandError(f"--{error}") from None
+
+
+def _vocab_from(parent):
+  """What datagen encodes with: --vocab_from, else a warm start's parent
+  (without --warm_start_map_vocab), else None (its own vocabulary)."""
+  if FLAGS.vocab_from or parent is None or parent.map_vocab:
+    return FLAGS.vocab_from
+  if parent.run_folder is None:
+    logging.warning("--warm_start_from=%s is in no run folder, so its "
+                    "vocabulary is unknown: the data keeps its own.",
+                    parent.checkpoint)
+  return parent.run_folder
+
+
+def _prepare_warm_start(parent, problem, data_dir, hp, model, vocab_size,
+                        target_vocab_size, word_pointer):
+  """Reads and checks the parent's weights against a model built as this
+  run's, before the run writes anything (`warm_start.prepare`)."""
+  from t2tlite.data import vocab_source
+  run_vocab = vocab_source.VocabSource(
+      inputs=problem.vocab_file(data_dir),
+      targets=(None if target_vocab_size is None else
+               problem.vocab_file(data_dir, "targets")))
+  check_model = models.build_model(hp, vocab_size, model=model,
+                                   target_vocab_size=target_vocab_size,
+                                   word_pointer=word_pointer)
+  try:
+    return warm_start_lib.prepare(parent, check_model, run_vocab)
+  except warm_start_lib.WarmStartError as error:
+    raise console.CommandError(f"--{error}") from None
+
+
 def _make_dev_metric(problem, output_dir, data_dir, choice):
   """The DevMetric of the run, or None (no metric, or not asked for). Every
   worker of a cluster makes it (and so checks the dev text); the chief
@@ -317,6 +398,7 @@ def _train(output_dir):
   # the data is read (fast failures).
   problem, model, hp, data_dir, saved = _resolve_setup(output_dir)
   train_minutes, max_planned_steps, plan = _budget(output_dir, saved)
+  parent = _warm_start_parent(output_dir)
   # The strategy first: auto's check runs TensorFlow ops, and the
   # multi-worker runtime must be configured before the first op.
   strategy = strategy_lib.make_strategy(
@@ -329,8 +411,8 @@ def _train(output_dir):
   if FLAGS.generate_data:
     if chief:  # t2t-datagen's summary: what the run will train on
       print(datagen.format_summary(problem.generate_data(
-          data_dir, FLAGS.tmp_dir, raw_data_dir=FLAGS.raw_data_dir)),
-            flush=True)
+          data_dir, FLAGS.tmp_dir, raw_data_dir=FLAGS.raw_data_dir,
+          vocab_from=_vocab_from(parent))), flush=True)
     else:
       logging.info("Waiting for the chief to generate the data in %s...",
                    data_dir)
@@ -348,6 +430,9 @@ def _train(output_dir):
     word_pointer = models.word_pointer_tables(hp, problem, vocab, target_vocab)
   except ValueError as e:
     raise console.CommandError(str(e)) from None
+  warm_start = parent and _prepare_warm_start(
+      parent, problem, data_dir, hp, model, vocab.size, target_vocab_size,
+      word_pointer)
   if chief:
     recorded = {name: FLAGS[name].value for name in _RECORDED_FLAGS}
     # What a restart without --problem/--data_dir/--hparams_set falls back on.
@@ -368,7 +453,8 @@ def _train(output_dir):
         longest_train_example=_longest_train_example(problem, data_dir, hp),
         target_vocab_size=target_vocab_size,
         target_vocab_source=(None if target_vocab_size is None else
-                             problem.vocab_file(data_dir, "targets")))
+                             problem.vocab_file(data_dir, "targets")),
+        parent=warm_start.parent.to_json() if warm_start else None)
   config = train_config.TrainConfig(
       output_dir=output_dir, train_steps=hp.train_steps,
       schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,
@@ -393,11 +479,14 @@ def _train(output_dir):
                                 on_worker_lost=_exit_worker_lost,
                                 dev_metric=dev_metric,
                                 on_best=_export_best if FLAGS.export_best
-                                else None)
+                                else None, warm_start=warm_start)
   if FLAGS.schedule == "evaluate":
-    if not trainer.restored_from:
+    # With a warm start: the parent's weights on this run's data, at step 0
+    # (what fine-tuning starts from).
+    if not trainer.restored_from and not trainer.warm_started:
       raise console.CommandError(
-          f"--schedule=evaluate: no checkpoint in {output_dir}.")
+          f"--schedule=evaluate: no checkpoint in {output_dir} (name another "
+          "run's with --warm_start_from to evaluate it on this data).")
     with preemption.reporting_lost_workers(strategy, output_dir,
                                            _exit_worker_lost) as peer_left:
       metrics = trainer.evaluate()
@@ -483,6 +572,7 @@ def main():
                               run_hparams.HParamsConflictError,
                               trainer_lib.NonFiniteLossError,
                               dev_metric_lib.MetricError, budget.BudgetError,
+                              warm_start_lib.WarmStartError,
                               run_dir.DamagedCheckpointError))
 
 

@@ -13,7 +13,9 @@ Everything lands in data_dir under the problem's data name P:
 
 Re-running keeps what is complete: the vocabulary, complete shards and text
 files. Training a new vocabulary (of either side) deletes P's old records
-(their ids are stale).
+(their ids are stale). With `vocab_from` (another run's vocabulary, for a
+run that fine-tunes it) the vocabulary files are copies of that run's, and
+records encoded with any other are deleted likewise.
 """
 import json
 import os
@@ -24,10 +26,12 @@ from absl import logging
 from t2tlite import files
 from t2tlite.data import records
 from t2tlite.data import vocab as vocab_lib
+from t2tlite.data import vocab_source
+from t2tlite.data.samples import DataError
 
 
 def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
-             vocab_size=None, progress=None):
+             vocab_size=None, progress=None, vocab_from=None):
   """Generates a Text2TextProblem's vocabulary and records.
 
   Args:
@@ -40,11 +44,14 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
       support it).
     progress: optional callable(split, samples_read), called every 1000
       samples.
+    vocab_from: None, or another run's vocabulary to encode with instead of
+      training one: a run folder (or a checkpoint inside one) or a
+      sentencepiece .model file (`vocab_source.resolve`).
 
   Returns:
     {"problem", "data_dir", "vocab": {"file", "type", "size", "requested",
-    "reused"} (plus "targets": the same keys, for a separate target
-    vocabulary; "requested" is None for a "word" one), "splits": {split:
+    "reused", and with vocab_from "copied_from"} (plus "targets": the same
+    keys, for a separate target vocabulary; "requested" is None for a "word" one), "splits": {split:
     {"examples", "input_tokens", "target_tokens", "skipped": {reason: n},
     "skipped_where": {reason: [where]}, "lengths", "shards",
     "reused_shards"}}}; also saved as P.datagen.json.
@@ -54,11 +61,18 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   tmp_dir = os.path.expanduser(tmp_dir or os.path.join(data_dir, "tmp"))
   raw_data_dir = raw_data_dir and os.path.expanduser(raw_data_dir)
   splits = problem.available_splits(tmp_dir, raw_data_dir)  # fails early
+  copied = {}
+  if vocab_from:
+    copied = _adopt_vocabulary(problem, data_dir, vocab_from)
   vocab_info = _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir,
                                   vocab_size, "inputs")
   if not problem.shares_vocabulary:
     vocab_info["targets"] = _ensure_vocabulary(
         problem, data_dir, tmp_dir, raw_data_dir, None, "targets")
+  if copied:
+    vocab_info["copied_from"] = copied["inputs"]
+    if "targets" in vocab_info:
+      vocab_info["targets"]["copied_from"] = copied["targets"]
   summary = {"problem": problem.data_name, "data_dir": data_dir,
              "vocab": vocab_info, "splits": {}}
   # The stored sides (a _rev problem writes NAME's files, unswapped).
@@ -80,6 +94,42 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   path = os.path.join(data_dir, f"{problem.data_name}.datagen.json")
   files.atomic_write_text(path, json.dumps(summary, indent=1))
   return summary
+
+
+def _adopt_vocabulary(problem, data_dir, vocab_from):
+  """Makes data_dir's vocabulary files copies of another run's (deleting
+  records encoded with any other); returns {side: the file copied}.
+
+  Raises:
+    DataError: vocab_from holds no vocabulary, or one shared vocabulary where
+      the problem has two (or the reverse).
+  """
+  try:
+    source = vocab_source.resolve(vocab_from)
+  except vocab_source.VocabSourceError as error:
+    raise DataError(str(error)) from None
+  if problem.shares_vocabulary and source.targets:
+    raise DataError(
+        f"vocab_from={vocab_from}: that run has an input and a target "
+        f"vocabulary ({source.inputs}, {source.targets}), but "
+        f"{problem.name} shares one between inputs and targets")
+  if not problem.shares_vocabulary and not source.targets:
+    raise DataError(
+        f"vocab_from={vocab_from}: one shared vocabulary ({source.inputs}), "
+        f"but {problem.name} gives its targets their own")
+  copied = {"inputs": source.inputs}
+  if source.targets:
+    copied["targets"] = source.targets
+  for side, path in copied.items():
+    destination = problem.vocab_file(data_dir, side)
+    if (os.path.exists(destination) and
+        vocab_source.same_file_contents(path, destination)):
+      continue
+    if os.path.exists(destination):
+      logging.info("Replacing %s with %s (vocab_from).", destination, path)
+    _remove_records(data_dir, problem.data_name, problem.splits)
+    files.atomic_copy(path, destination)
+  return copied
 
 
 def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
@@ -130,9 +180,13 @@ def _remove_records(data_dir, data_name, splits):
 def _vocab_line(label, vocab):
   requested = (f" (requested {vocab['requested']})" if vocab["requested"]
                and vocab["size"] != vocab["requested"] else "")
-  return (f"  {label} ({'reused' if vocab['reused'] else 'trained'}): "
-          f"{vocab['file']}, {vocab['type']}, {vocab['size']} pieces"
-          f"{requested}")
+  how = "reused" if vocab["reused"] else "trained"
+  if vocab.get("copied_from"):
+    how, requested = f"copied from {vocab['copied_from']}", ""
+  return (f"  {label} ({how}): {vocab['file']}, {vocab['size']} pieces"
+          if vocab.get("copied_from") else
+          f"  {label} ({how}): {vocab['file']}, {vocab['type']}, "
+          f"{vocab['size']} pieces{requested}")
 
 
 def format_summary(summary):

@@ -69,11 +69,15 @@ class Trainer:
       its early-stopping decision.
     on_best: None, or called with the prefix of OUTPUT_DIR/best's
       checkpoint each time it improves (e.g. to export it).
+    warm_start: None, or a `warm_start.WarmStart` (checked against a model
+      built as this one): its weights are assigned when output_dir holds no
+      checkpoint yet; a run that resumes ignores it (`warm_started` says
+      which happened).
   """
 
   def __init__(self, hp, config, strategy, vocab_size, make_dataset,
                target_vocab_size=None, word_pointer=None, on_worker_lost=None,
-               dev_metric=None, on_best=None):
+               dev_metric=None, on_best=None, warm_start=None):
     if config.plan is not None:
       config = dataclasses.replace(config,
                                    train_steps=config.plan.train_steps)
@@ -111,6 +115,16 @@ class Trainer:
         self.checkpoint, directory, max_to_keep=config.keep_checkpoint_max)
     self.stopped_early = None  # the step train() stopped early at, if it did
     latest = self.restored_from = self._restore_newest_intact()
+    self.warm_started = None  # the WarmStart applied, if one was
+    if warm_start is not None:
+      if latest:
+        logging.info("Not warm-starting from %s: %s holds checkpoints, and "
+                     "the run resumes from %s.", warm_start.parent.checkpoint,
+                     config.output_dir, latest)
+      else:
+        warm_start.apply(self.model)
+        self.warm_started = warm_start
+        logging.info("%s", warm_start.describe())
     self._saved_step = self.step if latest else None
     self._saved_path = latest
     self.summaries = summaries.ScalarWriter(config.output_dir, self.chief)

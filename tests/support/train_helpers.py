@@ -45,17 +45,24 @@ def reverse_dataset(context, rows=8):
                                                    "targets": shape})
 
 
-def tiny_trainer(output_dir, strategy, hparams="", batches=None, **config):
-  """A Trainer of the tiny model on `reverse_dataset` (training and eval;
-  its first `batches` batches per input pipeline when given, else endless)."""
-  import keras
+def tiny_hparams(hparams=""):
+  """The HParams of `tiny_trainer`'s model, with `hparams` overrides."""
   import t2tlite
+  overrides = ",".join(filter(None, [TINY_HPARAMS, "batch_size=128",
+                                     "max_length=16", hparams]))
+  return t2tlite.create_hparams("transformer_tiny", overrides)
+
+
+def tiny_trainer(output_dir, strategy, hparams="", batches=None,
+                 warm_start=None, **config):
+  """A Trainer of the tiny model on `reverse_dataset` (training and eval;
+  its first `batches` batches per input pipeline when given, else endless),
+  weights initialised with seed 1 (then `warm_start`'s, if given)."""
+  import keras
   from t2tlite.train.config import TrainConfig
   from t2tlite.train.trainer import Trainer
   keras.utils.set_random_seed(1)
-  overrides = ",".join(filter(None, [TINY_HPARAMS, "batch_size=128",
-                                     "max_length=16", hparams]))
-  hp = t2tlite.create_hparams("transformer_tiny", overrides)
+  hp = tiny_hparams(hparams)
   config.setdefault("train_steps", 10)
   config.setdefault("log_every_steps", 1)
   config.setdefault("local_eval_frequency", 0)
@@ -64,7 +71,8 @@ def tiny_trainer(output_dir, strategy, hparams="", batches=None, **config):
       hp, TrainConfig(output_dir=output_dir, **config), strategy,
       SYNTHETIC_VOCAB,
       lambda split, training: strategy.distribute_datasets_from_function(
-          lambda context: reverse_dataset(context).take(batches or -1)))
+          lambda context: reverse_dataset(context).take(batches or -1)),
+      warm_start=warm_start)
 
 
 def python_script(body):

@@ -1,0 +1,124 @@
+"""t2t-trainer --warm_start_from as a user runs it: a child run on two
+logical devices evaluates, before its first step, as its parent does; its
+data is encoded with the parent's vocabulary; run.json records the parent;
+what does not fit fails in one line and writes nothing; a vocabulary of
+other ids, mapped by piece, decodes as the parent does."""
+import json
+import os
+
+import pytest
+
+from t2tlite import problem as problem_lib
+import permuted_vocab
+import train_helpers
+
+PROBLEM = "algorithmic_reverse"
+HPARAMS = f"{train_helpers.TINY_HPARAMS},batch_size=128,max_length=16"
+# The whole dev split (--eval_steps=0), so that one and two devices see the
+# same examples; 60 lines decoded for the dev metric.
+EVAL_FLAGS = ("--eval_steps=0", "--eval_decode_samples=60")
+pytestmark = pytest.mark.timeout(600)
+
+
+def _trainer(data_dir, output_dir, *extra):
+  return train_helpers.command(
+      "t2t-trainer", f"--problem={PROBLEM}", "--hparams_set=transformer_tiny",
+      f"--hparams={HPARAMS}", f"--data_dir={data_dir}",
+      f"--output_dir={output_dir}", "--random_seed=3", *EVAL_FLAGS, *extra)
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory):
+  """A parent run trained 400 steps, enough for outputs that differ by
+  input: (run folder, its last metrics.jsonl record)."""
+  root = tmp_path_factory.mktemp("warm_start")
+  run = str(root / "parent")
+  _trainer(str(root / "data"), run, "--generate_data", "--train_steps=400",
+           "--local_eval_frequency=0")
+  with open(os.path.join(run, "metrics.jsonl")) as f:
+    last = [json.loads(line) for line in f][-1]
+  assert last["step"] == 400 and last["exact_match"] > 0
+  return run, last
+
+
+def _printed(output, what):
+  """The value of 'step 0: dev WHAT X' in a t2t-trainer output."""
+  for line in output.splitlines():
+    if line.startswith("step 0: dev ") and f" {what} " in line:
+      return float(line.split(f" {what} ")[1].split()[0].rstrip(","))
+  raise AssertionError(f"no 'step 0: dev ... {what}' line in:\n{output}")
+
+
+def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
+  """On two logical devices (MirroredStrategy), in a new data_dir that
+  datagen fills with the parent's vocabulary."""
+  run, last = parent
+  child = str(tmp_path / "child")
+  output = _trainer(str(tmp_path / "data"), child, "--generate_data",
+                    f"--warm_start_from={run}", "--schedule=evaluate",
+                    "--worker_gpu=2")
+  assert f"copied from {os.path.join(run, 'vocab.model')}" in output
+  assert f"Warm start from {run}/ckpt-400 (step 400)" in output
+  assert _printed(output, "loss") == pytest.approx(last["loss"], abs=5e-5)
+  assert _printed(output, "exact_match") == pytest.approx(
+      last["exact_match"], abs=0.005)
+  with open(os.path.join(child, "run.json")) as f:
+    lineage = json.load(f)["parent"]
+  assert lineage == {"path": run, "checkpoint": f"{run}/ckpt-400",
+                     "step": 400, "vocab": os.path.join(run, "vocab.model"),
+                     "target_vocab": None, "variables": None,
+                     "map_vocab": False}
+
+
+def test_what_does_not_fit_fails_in_one_line_and_writes_nothing(parent,
+                                                                tmp_path):
+  run, _ = parent
+  data, vocab = str(tmp_path / "data"), str(tmp_path / "permuted.model")
+  # Another vocabulary: the parent's pieces under other ids.
+  permuted_vocab.permuted_copy(os.path.join(run, "vocab.model"), vocab)
+  problem_lib.get_problem(PROBLEM).generate_data(data, vocab_from=vocab)
+  cases = {
+      "vocab": ([], "the parent's vocabulary "
+                f"{os.path.join(run, 'vocab.model')} differs from this run's "
+                f"{os.path.join(data, 'vocab.algorithmic_reverse.model')}"),
+      "shape": (["--vocab_from=" + run, "--generate_data",
+                 f"--hparams={HPARAMS},d_model=48,d_k=24,d_v=24"],
+                "embedding/embeddings is [24, 32] there and [24, 48] in "
+                "this model"),
+  }
+  for name, (extra, expected) in cases.items():
+    output_dir = str(tmp_path / name)
+    code, output = train_helpers.run(
+        [train_helpers.console_script("t2t-trainer"), f"--problem={PROBLEM}",
+         "--hparams_set=transformer_tiny", f"--hparams={HPARAMS}",
+         f"--data_dir={data}", f"--output_dir={output_dir}",
+         f"--warm_start_from={run}", "--train_steps=1", *extra], timeout=300)
+    errors = [line for line in output.splitlines() if "error:" in line]
+    assert code == 1 and len(errors) == 1, output
+    assert expected in errors[0], (name, output)
+    assert not os.path.exists(output_dir), (name, os.listdir(output_dir))
+
+
+def test_a_mapped_vocabulary_decodes_as_the_parent(parent, tmp_path):
+  """The child's vocabulary holds the parent's pieces under other ids."""
+  run, last = parent
+  vocab = str(tmp_path / "permuted.model")
+  permuted_vocab.permuted_copy(os.path.join(run, "vocab.model"), vocab)
+  data, child = str(tmp_path / "data"), str(tmp_path / "child")
+  problem_lib.get_problem(PROBLEM).generate_data(data, vocab_from=vocab)
+  # The dev metric saves the warm-started weights as ckpt-0 to decode them.
+  output = _trainer(data, child, f"--warm_start_from={run}",
+                    "--warm_start_map_vocab", "--schedule=evaluate")
+  assert _printed(output, "exact_match") == pytest.approx(last["exact_match"],
+                                                          abs=0.005)
+  lines = tmp_path / "lines.txt"
+  lines.write_text("1 2 3 4 5\n9 8 7\n4 4 6 1 2 3 8\n3 1\n")
+  decoded = []
+  for output_dir in (run, child):
+    out = tmp_path / f"{os.path.basename(output_dir)}.out"
+    train_helpers.command("t2t-decoder", f"--output_dir={output_dir}",
+                          f"--decode_from_file={lines}",
+                          f"--decode_to_file={out}")
+    decoded.append(out.read_text().splitlines())
+  assert decoded[0] == decoded[1]
+  assert len(set(decoded[0])) > 1, decoded  # not one output for every line
