@@ -4,6 +4,7 @@
 #   bench/real_data.sh multi30k WORK_DIR     # Multi30k EN->DE (an hour of training)
 #   bench/real_data.sh multi30k_fr WORK_DIR  # Multi30k EN->FR (an hour of training)
 #   bench/real_data.sh wsj WORK_DIR          # parsing the WSJ sample (two runs side by side, an ensemble)
+#   bench/real_data.sh reuse WORK_DIR        # warm starts: domain continuation and EN->FR -> EN->DE transfer
 #   taskset -c 0 bench/real_data.sh multi30k WORK_DIR  # the same hour on one core
 #
 # "An hour" is --train_minutes=60: t2t-trainer plans the steps from the rate
@@ -23,8 +24,8 @@
 # natively, float32 elsewhere, so the same command is the fast one anywhere.
 set -euo pipefail
 shopt -s inherit_errexit  # a failing command inside $(...) stops the script too
-task=${1:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
-work=${2:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj WORK_DIR}
+task=${1:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj|reuse WORK_DIR}
+work=${2:?usage: bench/real_data.sh multi30k|multi30k_fr|wsj|reuse WORK_DIR}
 shared=$(cd "$(dirname "$0")/../../shared/data" 2>/dev/null && pwd) || shared=""
 mkdir -p "$work"
 
@@ -157,6 +158,96 @@ wsj() {
       --decode_hparams=constrained=false
   parse_dev ensemble --checkpoint_path="$run1/best,$run2/best"
   fingerprint | tee -a "$work/wsj_dev.ensemble.f1.txt"
+}
+
+# Warm starts on Multi30k (docs/fine_tuning.md), every run on one core,
+# two at a time side by side, so that each pair compared shares the machine:
+#   1. parents, 30 minutes each: EN->FR and EN->DE on all of train, both on
+#      one vocabulary trained over the English, German and French sides;
+#   2. transfer, 10 minutes each: EN->DE on the first 3,000 pairs from scratch
+#      against warm-started from the EN->FR parent (same vocabulary, same
+#      hparams: 200 warm-up steps at the full eq. (3) rate);
+#   3. domain continuation, 5 minutes: the EN->DE parent fine-tuned on the
+#      first 5,000 pairs (standing in for new in-domain data) at a tenth of
+#      the rate after 100 warm-up steps.
+# Every run keeps its dev-chosen checkpoint (OUTPUT_DIR/best: BLEU on the
+# first 500 val lines); test2016 is decoded once for each, beam 4, alpha 0.6.
+reuse() {
+  local corpus=${shared:?reuse needs ../shared/data}/multi30k vocab=$work/vocab_en_de_fr.model
+  # One BPE vocabulary of 8,000 pieces over the three train sides.
+  [ -f "$vocab" ] || python - "$corpus/raw" "$vocab" <<'PY'
+import gzip, itertools, sys
+from t2tlite.data.vocab import train_sentencepiece
+raw, path = sys.argv[1:]
+def texts():
+  for lang in ("en", "de", "fr"):
+    with gzip.open(f"{raw}/train.{lang}.gz", "rt", encoding="utf-8") as f:
+      yield from (line.rstrip("\n") for line in f)
+print("vocabulary:", train_sentencepiece(texts, path, 8000), "pieces")
+PY
+  # slice N: a raw folder whose train split is the first N pairs.
+  slice() {
+    local dir=$work/raw_first$1
+    mkdir -p "$dir"
+    for lang in en de; do
+      # sed reads to the end (head would end zcat by SIGPIPE, under pipefail).
+      zcat "$corpus/raw/train.$lang.gz" | sed -n "1,$1p" | gzip > "$dir/train.$lang.gz"
+      for f in val test_2016_flickr; do
+        ln -sf "$corpus/raw/$f.$lang.gz" "$dir/$f.$lang.gz"
+      done
+    done
+  }
+  slice 3000; slice 5000
+  # train NAME CORE LANG RAW_DIR MINUTES [t2t-trainer flags...]
+  train() {
+    local name=$1 core=$2 lang=$3 raw=$4 minutes=$5; shift 5
+    [ -f "$work/$name/best/checkpoint" ] && return 0  # done in an earlier call
+    /usr/bin/time -v taskset -c "$core" t2t-trainer \
+        --problem="translate_en${lang}_multi30k" \
+        --hparams_set=transformer_multi30k --data_dir="$work/${name}_data" \
+        --raw_data_dir="$raw" --generate_data --output_dir="$work/$name" \
+        --mixed_precision=auto --train_minutes="$minutes" \
+        --eval_decode_samples=500 --save_checkpoints_secs=240 \
+        --random_seed=1 "$@" 2> "$work/$name.log"
+  }
+  # side_by_side "train ..." "train ...": two runs at once; a failure stops both.
+  side_by_side() {
+    set -m
+    local pid1 pid2
+    eval "$1" & pid1=$!
+    eval "$2" & pid2=$!
+    wait "$pid1" || { kill -- -"$pid2" 2>/dev/null; wait "$pid2" || true; exit 1; }
+    wait "$pid2"
+    set +m
+  }
+  side_by_side \
+      "train enfr_parent 0 fr '$corpus/raw' 30 --vocab_from='$vocab' --local_eval_frequency=500" \
+      "train ende_parent 1 de '$corpus/raw' 30 --vocab_from='$vocab' --local_eval_frequency=500"
+  side_by_side \
+      "train ende3k_scratch 0 de '$work/raw_first3000' 10 --vocab_from='$vocab' --hparams=warmup_steps=200 --local_eval_frequency=200" \
+      "train ende3k_from_fr 1 de '$work/raw_first3000' 10 --warm_start_from='$work/enfr_parent/best' --hparams=warmup_steps=200 --local_eval_frequency=200"
+  train ende_continued 0 de "$work/raw_first5000" 5 \
+      --warm_start_from="$work/ende_parent/best" \
+      --hparams=warmup_steps=100,learning_rate_scale=0.1 --local_eval_frequency=100
+  # test2016, once for each run's dev-chosen checkpoint.
+  for lang in de fr; do
+    zcat "$corpus/raw/test_2016_flickr.en.gz" > "$work/test_2016_flickr.en"
+    zcat "$corpus/raw/test_2016_flickr.$lang.gz" > "$work/test_2016_flickr.$lang"
+  done
+  local name lang
+  for name in enfr_parent ende_parent ende_continued ende3k_scratch ende3k_from_fr; do
+    lang=de; [ "$name" = enfr_parent ] && lang=fr
+    t2t-decoder --output_dir="$work/$name" --checkpoint_path="$work/$name/best" \
+        --decode_hparams="beam_size=4,alpha=0.6,batch_size=64" \
+        --decode_from_file="$work/test_2016_flickr.en" \
+        --decode_to_file="$work/$name.test_2016_flickr.$lang" 2> "$work/$name.decode.log"
+    t2t-bleu --translation="$work/$name.test_2016_flickr.$lang" \
+        --reference="$work/test_2016_flickr.$lang" \
+        --tokenized_reference="$corpus/tok/test_2016_flickr.lc.norm.tok.$lang" \
+        --language="$lang" > "$work/$name.test_2016_flickr.bleu.txt"
+    echo "$name:"; cat "$work/$name.test_2016_flickr.bleu.txt"
+  done | tee "$work/reuse_results.txt"
+  fingerprint | tee -a "$work/reuse_results.txt"
 }
 
 "$task"
