@@ -25,9 +25,12 @@ NEXT_LINES = ["1 2 3 4 5 6", "1 2"]
 def one_run(output_dir, decode_hparams):
   """{"first_s", "next_s"} of a Decoder in this process."""
   from serve_load import run_decoder  # sets oneDNN before TensorFlow loads
+  from t2tlite import problem_decoding, run_dir
   from t2tlite.decode.machine import settle
-  from t2tlite.decode.settings import DecodeHParams
-  settled = settle(DecodeHParams.parse(decode_hparams), set_threads=True)
+  # As t2t-decoder: the problem's defaults with the overrides on top.
+  problem = run_dir.read_run_info(output_dir).problem
+  settled = settle(problem_decoding.decode_hparams(problem, decode_hparams),
+                   set_threads=True)
   decoder = run_decoder(output_dir, settled)
   start = time.perf_counter()
   decoder.decode_batch(FIRST_LINES)

@@ -328,15 +328,12 @@ def overload(url, pid, lines, expected, args, rss_warm):
 
 
 def run_decoder(run_folder, settled):
-  """t2t-decoder's Decoder on a run folder's model, in float32, searching
-  as `settled` (a `SettledDecode`) says."""
-  from t2tlite import precision, run_dir
-  from t2tlite.data.vocab import Vocabulary
-  from t2tlite.decode.decoding import Decoder
-  model, info, _ = run_dir.load_trained_model(
-      run_folder, dtype=precision.KERAS_POLICY["float32"])
-  return Decoder(model, Vocabulary.from_file(info.vocab_file), settled,
-                 Vocabulary.from_file(info.target_vocab_file))
+  """t2t-decoder's Decoder on a run folder's model (its road:
+  `run_decoding.load_run`, the problem's constraint applied), in float32,
+  searching as `settled` (a `SettledDecode`) says."""
+  from t2tlite import precision, run_decoding
+  return run_decoding.load_run(
+      run_folder, dtype=precision.KERAS_POLICY["float32"]).decoder(settled)
 
 
 def offline_decoder(run_folder, saved_model):
@@ -344,8 +341,7 @@ def offline_decoder(run_folder, saved_model):
   hparams, in float32."""
   from export_latency import export_metadata
   decode = export_metadata(saved_model)["decode_hparams"]
-  hp = DecodeHParams(**{k: v for k, v in decode.items()
-                        if k in DecodeHParams.__dataclass_fields__})
+  hp = DecodeHParams.from_record(decode)
   return run_decoder(run_folder, settle(hp))
 
 

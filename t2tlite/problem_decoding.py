@@ -9,12 +9,16 @@ from t2tlite import registry
 from t2tlite.decode.settings import DecodeHParams
 
 
-def decode_hparams(problem_name, overrides=""):
-  """The problem's `decode_defaults` (e.g. parsing: the paper's beam 21 and
-  input length + 300, alpha 0) with `overrides` applied on top: a
-  `DecodeHParams`. Bad overrides raise ValueError naming them."""
-  defaults = problem_lib.decode_defaults(problem_name)
-  return DecodeHParams.parse(",".join(filter(None, [defaults, overrides])))
+def decode_hparams(problem, overrides="", base=None):
+  """Decode settings, parsed once for a command or a request: `overrides`
+  ("beam_size=2,alpha=0") on top of `base`, a DecodeHParams (an export's
+  settings, a server's defaults, kept parsed), or when base is None on top
+  of problem `problem`'s (a name) `decode_defaults` (e.g. parsing: the
+  paper's beam 21 and input length + 300, alpha 0). Bad overrides raise
+  ValueError naming them."""
+  if base is None:
+    base = DecodeHParams.parse(problem_lib.decode_defaults(problem))
+  return DecodeHParams.parse(overrides, base)
 
 
 def decode_constraint(problem_name, vocab, target_vocab, hp):

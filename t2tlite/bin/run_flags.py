@@ -7,6 +7,7 @@ from t2tlite.bin import common_flags, lazy
 
 machine = lazy.module("t2tlite.decode.machine")
 problem_decoding = lazy.module("t2tlite.problem_decoding")
+run_decoding = lazy.module("t2tlite.run_decoding")
 run_dir = lazy.module("t2tlite.run_dir")
 
 flags.declare_key_flag("output_dir")
@@ -51,12 +52,13 @@ def settled_decode(what):
 
 
 def load_trained(settled):
-  """(model, RunInfo, checkpoint path) from the flags, computing in the
+  """The run the flags name (`run_decoding.LoadedRun`: --output_dir,
+  --checkpoint_path, an ensemble when it names several), computing in the
   precision `settled` holds.
 
   Raises:
     FileNotFoundError: not a training folder, or no checkpoint.
+    ValueError: ensemble members of different problems or vocabularies.
   """
-  return run_dir.load_trained_model(
-      FLAGS.output_dir, FLAGS.checkpoint_path,
-      dtype=settled.precision.keras_policy)
+  return run_decoding.load_run(FLAGS.output_dir, FLAGS.checkpoint_path,
+                               dtype=settled.precision.keras_policy)

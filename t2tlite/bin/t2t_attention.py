@@ -5,8 +5,10 @@
 
 --input may be repeated (one --target per --input, or none: then each target
 is the model's own output, decoded with --decode_hparams by the search
-t2t-decoder runs: beam, greedy or sampled). Writes one PNG
-per attention kind, layer and head, and PLOT_DIR/index.html showing them.
+t2t-decoder runs: beam, greedy or sampled). --checkpoint_path=A,B,... (an
+ensemble, as t2t-decoder's) shows each member's maps of the ensemble's own
+output. Writes one PNG per attention kind, layer and head, and
+PLOT_DIR/index.html showing them.
 """
 
 from absl import app
@@ -17,9 +19,6 @@ from t2tlite.bin import precision_flags, run_flags
 
 # TensorFlow loads when these are first used, after the flags are parsed.
 attention_plots = lazy.module("t2tlite.decode.attention_plots")
-decoding = lazy.module("t2tlite.decode.decoding")
-problem_decoding = lazy.module("t2tlite.problem_decoding")
-vocab_lib = lazy.module("t2tlite.data.vocab")
 
 flags.DEFINE_multi_string("input", None, "A source sentence (repeatable).")
 flags.DEFINE_multi_string("target", None, "Its target sentence (repeatable, "
@@ -40,22 +39,21 @@ def _run():
                          "--target flags: give one --target per --input, or "
                          "none.")
   _, settled = run_flags.settled_decode("Attention")
-  model, info, _ = run_flags.load_trained(settled)
-  vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
-  target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
-  constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                                 target_vocab, settled.hp)
+  run = run_flags.load_trained(settled)
+  if run.ensemble and FLAGS.target:
+    raise app.UsageError("--target is for one model: an ensemble's maps are "
+                         "of its own output (leave --target out).")
   decoder = None
   maps = []
   for source, target in zip(FLAGS.input, targets):
     if target is not None:
       maps.append(attention_plots.attention_maps(
-          model, vocab, source, target_vocab.encode_text(target), target,
-          target_vocab))
+          run.model, run.vocab, source, run.target_vocab.encode_text(target),
+          target, run.target_vocab))
       continue
-    # The model's own output, from the search t2t-decoder runs.
-    decoder = decoder or decoding.Decoder(model, vocab, settled, target_vocab,
-                                          constraint)
+    # The model's own output, from the search t2t-decoder runs (an
+    # ensemble's: one set of maps per member).
+    decoder = decoder or run.decoder(settled)
     maps.extend(attention_plots.decoded_attention_maps(decoder, source))
   print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 

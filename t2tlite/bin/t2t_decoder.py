@@ -34,11 +34,7 @@ from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
 from t2tlite.decode import describe
 
 # TensorFlow loads when these are first used, after the flags are parsed.
-decoding = lazy.module("t2tlite.decode.decoding")
 problem_lib = lazy.module("t2tlite.problem")
-problem_decoding = lazy.module("t2tlite.problem_decoding")
-run_dir = lazy.module("t2tlite.run_dir")
-vocab_lib = lazy.module("t2tlite.data.vocab")
 
 flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
                     "line.")
@@ -114,37 +110,17 @@ class _LengthWarning:
 def _load(settled):
   """(Decoder, problem name, _LengthWarning) from the flags, decoding as
   `settled` says; errors raise."""
-  if _ensemble_paths():
-    model, info, path = _load_ensemble(settled.precision.keras_policy)
-  else:
-    model, info, path = run_flags.load_trained(settled)
-  hp = settled.hp
-  logging.info("Decoding with %s (%s), %s", path, info.problem,
-               describe.describe(hp))
-  vocab = vocab_lib.Vocabulary.from_file(info.vocab_file)
-  target_vocab = vocab_lib.Vocabulary.from_file(info.target_vocab_file)
-  constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                                 target_vocab, hp)
-  if constraint is not None:
+  run = run_flags.load_trained(settled)  # an ensemble: A,B,...
+  info = run.info
+  logging.info("Decoding with %s (%s), %s", run.checkpoint, info.problem,
+               describe.describe(settled.hp))
+  decoder = run.decoder(settled)
+  if decoder.constraint is not None:
     logging.info("Outputs constrained by %s (decode hparam "
                  "constrained=false turns it off).",
-                 type(constraint).__name__)
-  decoder = decoding.Decoder(model, vocab, settled, target_vocab,
-                             constraint)
+                 type(decoder.constraint).__name__)
   return (decoder, info.problem,
-          _LengthWarning(vocab, info.longest_train_example))
-
-
-def _ensemble_paths():
-  """The members named by a comma-separated --checkpoint_path, or None."""
-  return run_dir.split_ensemble(FLAGS.checkpoint_path, "checkpoint_path")
-
-
-def _load_ensemble(dtype):
-  """run_flags.load_trained for an ensemble: (Ensemble, the first member's
-  RunInfo, its checkpoints joined by commas)."""
-  return run_dir.load_ensemble(FLAGS.output_dir, _ensemble_paths(),
-                               dtype=dtype)
+          _LengthWarning(run.vocab, info.longest_train_example))
 
 
 def _read_input():

@@ -78,13 +78,18 @@ def _run():
 
 def _exported(path):
   """What the SavedModel at `path` holds, from its metadata: "Exported
-  CHECKPOINT in PRECISION (DECODE SETTINGS) as PATH"."""
+  CHECKPOINT in PRECISION (DECODE SETTINGS) as PATH", and the checkpoint a
+  warm-started run started from."""
   from t2tlite.export.exporter import METADATA_FILE
   with open(os.path.join(path, METADATA_FILE), encoding="utf-8") as f:
     metadata = json.load(f)
-  settings = describe.describe(DecodeHParams(**metadata["decode_hparams"]))
+  settings = describe.describe(
+      DecodeHParams.from_record(metadata["decode_hparams"]))
+  parent = metadata.get("parent")
+  lineage = (f"; the run was warm-started from {parent['checkpoint']}"
+             if parent else "")
   return (f"Exported {metadata['checkpoint']} in {metadata['precision']} "
-          f"({settings}) as {path}")
+          f"({settings}) as {path}{lineage}")
 
 
 def main():

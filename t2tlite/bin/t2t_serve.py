@@ -44,13 +44,10 @@ import time
 from absl import flags
 from absl import logging
 
-from t2tlite.bin import common_flags, console, lazy
+from t2tlite.bin import common_flags, console
 # Light (no TensorFlow, no Flask): the flags' defaults are theirs.
 from t2tlite.serve.batcher import BatchLimits
 from t2tlite.serve.validation import Limits
-
-# TensorFlow loads when this is first used, after the flags are parsed.
-machine = lazy.module("t2tlite.decode.machine")
 
 flags.DEFINE_string("model", None, "An export (version folder, or the folder "
                     "of versions), a run folder, or A,B,...: an ensemble "
@@ -255,8 +252,9 @@ def _run():
     common_flags.load_run_plugins(source.run_folder)
   # Before TensorFlow runs (as t2t-decoder): the searches of the model's
   # own decode hparams (the export's, else the problem's) run best on cores
-  # of their own. Each request's hparams are settled as it comes.
-  machine.settle(source.decode_hparams(""), set_threads=True)
+  # of their own. Settled once: their Decoder decodes as settled here;
+  # other hparams are settled as their Decoder is made.
+  source.settle_base(set_threads=True)
   batch_limits = _batch_limits()
   app = make_app(source, limits, batch_limits, Lifecycle())
   serving = app.extensions["t2tlite"]

@@ -3,6 +3,9 @@ an export and `decoding.Decoder` take them.
 
     hp = DecodeHParams.parse("beam_size=4,alpha=0.6")
 
+A run's settings (its problem's defaults, an export's or a server's, with
+overrides on top) come from `t2tlite.problem_decoding.decode_hparams`, which
+parses with `DecodeHParams.parse`: the one parser of decode settings.
 The searches read them as one `strategy.DecodePlan` (Greedy, Beam or
 Sample, and the output limits), built from settled hparams
 (`DecodePlan.from_settled`).
@@ -121,9 +124,17 @@ class DecodeHParams:
     return self.num_samples if self.sampling else self.beam_size
 
   @classmethod
-  def parse(cls, text):
-    """From `"beam_size=4,alpha=0.6"`; unknown names and bad values raise
+  def parse(cls, text, base=None):
+    """From `"beam_size=4,alpha=0.6"`, on top of `base` (a DecodeHParams;
+    None: the defaults above); unknown names and bad values raise
     ValueError naming them."""
     types = {f.name: f.type for f in dataclasses.fields(cls)}
-    return cls(**hparams_lib.parse_typed_overrides(text, types,
-                                                   "decode hparam"))
+    changes = hparams_lib.parse_typed_overrides(text, types, "decode hparam")
+    return dataclasses.replace(base or cls(), **changes)
+
+  @classmethod
+  def from_record(cls, record):
+    """From a dict of fields as an export's metadata records them (fields
+    this version does not know are left out: an older or newer export)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in record.items() if k in names})

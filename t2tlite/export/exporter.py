@@ -25,11 +25,9 @@ import uuid
 
 import tensorflow as tf
 
-from t2tlite import files, run_dir
+from t2tlite import files, run_decoding, run_dir
 from t2tlite import precision as precision_lib
-from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
-from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import batching_config
@@ -146,26 +144,30 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   if precision not in precision_lib.EXPORT_PRECISIONS:
     raise ValueError(f"export precision {precision!r}: expected "
                      f"{' or '.join(precision_lib.EXPORT_PRECISIONS)}")
+  if run_dir.split_ensemble(checkpoint_path, "checkpoint_path"):
+    raise ValueError(f"--checkpoint_path={checkpoint_path}: an export holds "
+                     "one model, not an ensemble (t2t-decoder and t2t-serve "
+                     "decode ensembles)")
   # Parsed and settled before the model loads, so that mistakes fail fast:
   # auto searches a number; int8 kept where it cannot compute here (each
   # request picks, `search.int8_or_float`).
   hp = _decode_hparams(decode_hparams,
                        run_dir.read_run_info(output_dir).problem)
   settled = machine.settle(hp, int8_per_call=True)
-  model, info, checkpoint = run_dir.load_trained_model(
-      output_dir, checkpoint_path,
-      dtype=precision_lib.KERAS_POLICY[precision])
-  vocab = Vocabulary.from_file(info.vocab_file)
-  target_vocab = (None if info.shares_vocabulary else
-                  Vocabulary.from_file(info.target_vocab_file))
-  constraint = problem_decoding.decode_constraint(
-      info.problem, vocab, target_vocab or vocab, hp)
+  run = run_decoding.load_run(output_dir, checkpoint_path,
+                              dtype=precision_lib.KERAS_POLICY[precision])
+  info, vocab, checkpoint = run.info, run.vocab, run.checkpoint
+  # The road to a Decoder, ending in a ServingModule: the same model,
+  # vocabularies and constraint.
+  constraint = run.constraint(hp)
   # Constrained outputs are well-formed, so the problem's postprocess can
   # run in the graph (parsing: bracketed trees with the input's words).
-  postprocess = (problem_lib.get_problem(info.problem).postprocess_graph
+  postprocess = (run.problem().postprocess_graph
                  if constraint is not None else None)
-  module = ServingModule(model, vocab, settled, target_vocab=target_vocab,
-                         constraint=constraint, postprocess=postprocess)
+  module = ServingModule(
+      run.model, vocab, settled,
+      target_vocab=None if info.shares_vocabulary else run.target_vocab,
+      constraint=constraint, postprocess=postprocess)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   tmp = os.path.join(export_dir, f"temp-{uuid.uuid4().hex}")
@@ -178,7 +180,9 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
                 "max_input_length": module.max_input_length,
                 "vocab_size": vocab.size,
                 "target_vocab_size": module.target_vocab.size,
-                "constrained": constraint is not None}
+                "constrained": constraint is not None,
+                # A warm-started run's lineage (run.json's "parent"), or None.
+                "parent": run_dir.read_parent(output_dir)}
     tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
     files.atomic_write_text(os.path.join(tmp, METADATA_FILE),
                             json.dumps(metadata, indent=2, sort_keys=True))

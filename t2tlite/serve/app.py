@@ -67,12 +67,11 @@ class NotReady(Exception):
 @dataclasses.dataclass(frozen=True)
 class TranslateKey:
   """What lines must share to be decoded in one batch: the decode hparams
-  (as parsed: "beam_size=4" and "beam_size=4 " are one key) and whether
-  the n-best is returned. Per-line fields travel with the lines, not here.
-  overrides: one of the equal strings, for ModelSource.translate."""
+  (as the request's one parse made them: "beam_size=4" and "beam_size=4 "
+  are one key, and the batch decodes with them as they are) and whether the
+  n-best is returned. Per-line fields travel with the lines, not here."""
   hparams: object  # DecodeHParams
   n_best: bool
-  overrides: str = dataclasses.field(compare=False)
 
 
 @dataclasses.dataclass
@@ -135,7 +134,7 @@ def batch_translator(source):
     prefixes = [item.prefix for item in items]
     if not any(prefixes):
       prefixes = None
-    translations, beams = source.translate(lines, key.overrides, key.n_best,
+    translations, beams = source.translate(lines, key.hparams, key.n_best,
                                            prefixes)
     return list(zip(translations, beams or [None] * len(lines)))
 
@@ -274,13 +273,13 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
                                                                   limits)
     hp = source.decode_hparams(overrides)
     checks.check_search_width(hp, limits)
-    source.check_prefixes(lines, overrides, n_best, prefixes)
+    source.check_prefixes(lines, hp, n_best, prefixes)
     # Under waitress (channel_request_lookahead > 0) this tells whether
     # the client closed its connection; a dropped request is not decoded.
     gone = flask.request.environ.get("waitress.client_disconnected")
     items = [TranslateLine(line, prefix) for line, prefix in
              zip(lines, prefixes or [""] * len(lines))]
-    results = batcher.submit(TranslateKey(hp, n_best, overrides), items,
+    results = batcher.submit(TranslateKey(hp, n_best), items,
                              alone=n_best, gone=gone)
     for result in results:
       if isinstance(result, RequestError):  # this request's own prefix
@@ -294,11 +293,12 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   def attention():
     refuse_unless_ready()
     line, overrides, prefix = checks.attention_request(body(), limits)
-    checks.check_search_width(source.decode_hparams(overrides), limits)
+    hp = source.decode_hparams(overrides)
+    checks.check_search_width(hp, limits)
     # The answer is made while the slot is held, so that a drain that
     # waits for the slots (attention_done) finds it made.
     return computing(lambda: _attention_answer(
-        source.attention(line, overrides, prefix)))
+        source.attention(line, hp, prefix)))
 
   @app.errorhandler(checks.BadRequest)
   @app.errorhandler(RequestError)

@@ -1,8 +1,9 @@
 """What t2t-serve serves: an exported SavedModel, a run folder, or both.
 
     source = ModelSource.open("~/t2t_train/ende/export")   # or a run folder
-    source.translate(["A dog runs."], overrides="", n_best=False)
-    source.attention("A dog runs.")
+    hp = source.decode_hparams("beam_size=2")  # parsed once a request
+    source.translate(["A dog runs."], hp, n_best=False)
+    source.attention("A dog runs.", hp)
 
 --model may name
   * an export version folder (EXPORT_DIR/3, with saved_model.pb), or an
@@ -123,7 +124,10 @@ class ModelSource:
         self.metadata = json.load(f)
     self._lock = threading.Lock()
     self._saved_model = None
-    self._run = None  # (model, info, vocab, target_vocab)
+    self._info = None  # the run folder's RunInfo, read once
+    self._base = None  # the default DecodeHParams, parsed once
+    self._settled_base = None  # and settled once (`settle_base`)
+    self._run = None  # a run_decoding.LoadedRun
     self._decoders = collections.OrderedDict()
 
   @classmethod
@@ -184,56 +188,77 @@ class ModelSource:
     hp = self._run_info().hparams if self.run_folder else None
     return {"problem": self._problem(), "export": self.saved_model_dir,
             "run_folder": self.run_folder,
-            "decode_hparams": dataclasses.asdict(self._base_hparams()),
+            "decode_hparams": dataclasses.asdict(self.base_hparams),
             "layers": hp.num_layers if hp else None,
             "heads": hp.num_heads if hp else None,
             "n_best": bool(self.run_folder or self._export_has_n_best()),
             "ensemble": self.ensemble}
 
   def _run_info(self):
-    from t2tlite import run_dir
-    return run_dir.read_run_info(self.run_folder)
+    """The run folder's RunInfo (hparams.json, run.json), read once."""
+    if self._info is None:
+      from t2tlite import run_dir
+      self._info = run_dir.read_run_info(self.run_folder)
+    return self._info
 
   def _export_has_n_best(self):
     """Whether the export returns several outputs a line (beams or
     samples)."""
-    return bool(self.metadata) and self._base_hparams().multiple_outputs
+    return bool(self.metadata) and self.base_hparams.multiple_outputs
 
   def _problem(self):
     if self.metadata:
       return self.metadata["problem"]
     return self._run_info().problem
 
-  def _base_hparams(self):
-    """The default decode hparams: the export's, else the problem's."""
-    from t2tlite import problem_decoding
-    from t2tlite.decode.settings import DecodeHParams
-    if self.metadata:
-      fields = {f.name for f in dataclasses.fields(DecodeHParams)}
-      return DecodeHParams(**{
-          k: v for k, v in self.metadata["decode_hparams"].items()
-          if k in fields})
-    return problem_decoding.decode_hparams(self._problem())
+  @property
+  def base_hparams(self):
+    """The default DecodeHParams (the export's, else the problem's), parsed
+    on first use (after the run's plugins load) and kept: each request's
+    overrides go on top of them (`decode_hparams`)."""
+    if self._base is None:
+      from t2tlite import problem_decoding
+      from t2tlite.decode.settings import DecodeHParams
+      self._base = (DecodeHParams.from_record(self.metadata["decode_hparams"])
+                    if self.metadata else
+                    problem_decoding.decode_hparams(self._problem()))
+    return self._base
+
+  def settle_base(self, set_threads=False):
+    """Settles the default decode hparams for this process, once
+    (`machine.settle`; set_threads: a command, before TensorFlow runs,
+    gives their searches cores of their own): their Decoder decodes as
+    settled here. Other hparams are settled as their Decoder is made.
+    Returns the SettledDecode."""
+    from t2tlite.decode import machine
+    # Unlocked: a command calls it first; a race would settle equal twice.
+    if self._settled_base is None:
+      self._settled_base = machine.settle(self.base_hparams,
+                                          set_threads=set_threads)
+    return self._settled_base
+
+  def _settled(self, hp):
+    from t2tlite.decode import machine
+    if hp == self.base_hparams:
+      return self.settle_base()
+    return machine.settle(hp)
 
   def decode_hparams(self, overrides):
     """DecodeHParams: the defaults with `overrides` ("beam_size=2,...") on
-    top. Raises RequestError naming a bad one."""
-    from t2tlite import hparams_lib
-    from t2tlite.decode.settings import DecodeHParams
-    base = self._base_hparams()
-    types = {f.name: f.type for f in dataclasses.fields(DecodeHParams)}
+    top; a request's one parse. Raises RequestError naming a bad one."""
+    from t2tlite import problem_decoding
     try:
-      changes = hparams_lib.parse_typed_overrides(overrides, types,
-                                                  "decode hparam")
-      return dataclasses.replace(base, **changes)
+      return problem_decoding.decode_hparams(self._problem(), overrides,
+                                             self.base_hparams)
     except (ValueError, TypeError, KeyError) as error:
       raise RequestError(str(error).strip('"')) from None
 
   # ---- translation -----------------------------------------------------------
 
-  def translate(self, lines, overrides="", n_best=False, prefixes=None):
-    """Translates lines (each output starting with its target prefix, when
-    `prefixes` gives one per line, "" for none).
+  def translate(self, lines, hp=None, n_best=False, prefixes=None):
+    """Translates lines with decode hparams `hp` (`decode_hparams`; None:
+    the defaults), each output starting with its target prefix when
+    `prefixes` gives one per line ("" for none).
 
     Returns:
       (translations: a str per line (the first of its outputs when the
@@ -241,10 +266,10 @@ class ModelSource:
       None, or per line a list of {"text", "score"}: every beam, best
       first, or when sampling the num_samples samples, in order).
     Raises:
-      RequestError: bad decode hparams, or a request only the run folder
-        can answer when there is none.
+      RequestError: a request only the run folder can answer when there
+        is none.
     """
-    hp = self.decode_hparams(overrides)
+    hp = hp or self.base_hparams
     prefixes = _given(prefixes)
     run_hp = self._run_hparams(hp, n_best)
     if run_hp is None:
@@ -262,7 +287,7 @@ class ModelSource:
 
   def _uses_export(self, hp, n_best):
     """Whether the export (not the run folder) translates for hp."""
-    return bool(self.saved_model_dir and hp == self._base_hparams() and
+    return bool(self.saved_model_dir and hp == self.base_hparams and
                 (not n_best or self._export_has_n_best()))
 
   def _run_hparams(self, hp, n_best):
@@ -274,15 +299,15 @@ class ModelSource:
     self._need_run("these decode hparams" if not n_best else "the n-best")
     return _with_n_best(hp, n_best)
 
-  def check_prefixes(self, lines, overrides="", n_best=False, prefixes=None):
+  def check_prefixes(self, lines, hp, n_best=False, prefixes=None):
     """Raises RequestError naming the first of `prefixes` (one per line of
-    `lines`) that cannot start its output, where the run folder translates
-    them (an export's search checks its own, in the graph): before the
-    request is batched with others.
+    `lines`) that cannot start its output with decode hparams `hp`, where
+    the run folder translates them (an export's search checks its own, in
+    the graph): before the request is batched with others.
     """
     if not _given(prefixes):
       return
-    run_hp = self._run_hparams(self.decode_hparams(overrides), n_best)
+    run_hp = self._run_hparams(hp, n_best)
     if run_hp is None:
       return
     decoder, _ = self._decoder(run_hp)
@@ -328,43 +353,32 @@ class ModelSource:
           "serve a run folder, or send no decode_hparams")
 
   def _loaded_run(self):
+    """The run folder's model (or the ensemble), a run_decoding.LoadedRun,
+    loaded on first use."""
     with self._lock:
       if self._run is None:
-        from t2tlite import run_dir
-        from t2tlite.data.vocab import Vocabulary
-        from t2tlite import precision
+        from t2tlite import precision, run_decoding
         # The export's weights, computing in the export's precision.
-        checkpoint = self.metadata.get("checkpoint")
         dtype = precision.KERAS_POLICY[self.metadata.get("precision",
                                                          "float32")]
-        if self.ensemble:
-          model, info, _ = run_dir.load_ensemble(self.run_folder,
-                                                 self.ensemble, dtype=dtype)
-        else:
-          model, info, _ = run_dir.load_trained_model(
-              self.run_folder, checkpoint, dtype=dtype)
-        self._run = (model, info, Vocabulary.from_file(info.vocab_file),
-                     Vocabulary.from_file(info.target_vocab_file))
+        self._run = run_decoding.load_run(
+            self.run_folder, self.ensemble or self.metadata.get("checkpoint"),
+            dtype=dtype)
       return self._run
 
   def _decoder(self, hp):
     """(Decoder, postprocess or None) for hp, cached."""
-    from t2tlite import problem as problem_lib
-    from t2tlite import problem_decoding
-    from t2tlite.decode import decoding, machine
-    model, info, vocab, target_vocab = self._loaded_run()
+    run = self._loaded_run()
     with self._lock:
       if hp in self._decoders:
         self._decoders.move_to_end(hp)
         return self._decoders[hp]
-      constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                              target_vocab, hp)
+      decoder = run.decoder(self._settled(hp))
       # As in an export: constrained outputs are well-formed, so the
       # problem's postprocess applies (parsing: bracketed trees).
-      postprocess = (problem_lib.get_problem(info.problem).postprocess
-                     if constraint is not None else None)
-      entry = (decoding.Decoder(model, vocab, machine.settle(hp),
-                                target_vocab, constraint), postprocess)
+      postprocess = (run.problem().postprocess
+                     if decoder.constraint is not None else None)
+      entry = (decoder, postprocess)
       self._decoders[hp] = entry
       while len(self._decoders) > _DECODER_CACHE:
         self._decoders.popitem(last=False)
@@ -386,19 +400,19 @@ class ModelSource:
 
   # ---- attention -------------------------------------------------------------
 
-  def attention(self, line, overrides="", target_prefix=None):
+  def attention(self, line, hp=None, target_prefix=None):
     """Attention of `line` and the model's own output for it (decoded with
-    the decode hparams and target prefix, as `translate` decodes it); an
-    `Attention`.
+    decode hparams `hp`, None: the defaults, and the target prefix, as
+    `translate` decodes it); an `Attention`.
 
     Raises:
-      RequestError: no run folder, bad decode hparams, or a blank line.
+      RequestError: no run folder, or a blank line.
     """
     from t2tlite.decode import attention_plots
     self._need_run("attention maps")
     if not line.strip():
       raise RequestError("attention: the line is empty")
-    hp = self.decode_hparams(overrides)
+    hp = hp or self.base_hparams
     # The Decoder /api/translate runs for these hparams: the maps are those
     # of the output it translates, teacher-forced on its ids.
     decoder, postprocess = self._decoder(hp)

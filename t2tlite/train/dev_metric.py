@@ -5,9 +5,9 @@ does and scoring as t2t-bleu / t2t-parse-eval do.
     result = metric.score("OUTPUT_DIR/ckpt-1000")
     result.name, result.value, result.scores   # "bleu", 27.3, {...}
 
-The checkpoint is loaded into a freshly built model (`run_dir.
-load_trained_model`), decoded with `decoding.Decoder` and the problem's
-decode defaults, and scored with `t2tlite.evaluate`: the same code paths as
+The checkpoint is loaded into a freshly built model and decoded by
+t2t-decoder's road (`run_decoding.load_run`, its Decoder under the
+problem's constraint) with the problem's decode defaults, and scored with `t2tlite.evaluate`: the same code paths as
 the commands, so the figure logged in training is the one a user gets from
 `t2t-decoder --checkpoint_path=...` then `t2t-bleu` (or `t2t-parse-eval`)
 on the same dev lines at the same precision.
@@ -19,10 +19,9 @@ from absl import logging
 
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
-from t2tlite import run_dir
+from t2tlite import run_decoding
 from t2tlite.data import trees
-from t2tlite.data.vocab import Vocabulary
-from t2tlite.decode import decoding, describe, machine
+from t2tlite.decode import describe, machine
 from t2tlite.evaluate import bleu, parsing_f1
 
 BUILT_IN = ("bleu", "bracket_f1", "exact_match")
@@ -143,14 +142,8 @@ class DevMetric:
   def score(self, checkpoint_path):
     """MetricResult of the checkpoint (a prefix such as OUTPUT_DIR/ckpt-7)."""
     start = time.time()
-    model, info, _ = run_dir.load_trained_model(
-        self.output_dir, checkpoint_path, dtype=self.dtype)
-    vocab = Vocabulary.from_file(info.vocab_file)
-    target_vocab = Vocabulary.from_file(info.target_vocab_file)
-    constraint = problem_decoding.decode_constraint(info.problem, vocab,
-                                                   target_vocab, self.hp)
-    decoder = decoding.Decoder(model, vocab, self.settled, target_vocab,
-                               constraint)
+    decoder = run_decoding.load_run(self.output_dir, checkpoint_path,
+                                    dtype=self.dtype).decoder(self.settled)
     outputs, _ = decoder.decode_lines([source for source, _ in self.pairs],
                                       progress=False)
     scores = score_outputs(self.problem, outputs, self.pairs)

@@ -158,8 +158,7 @@ def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):
   """The batcher's decode of lines of several requests, one prefix bad:
   the others get what they get alone, the bad one its own error."""
   overrides = "beam_size=2,extra_length=6"
-  key = app_lib.TranslateKey(source.decode_hparams(overrides), False,
-                             overrides)
+  key = app_lib.TranslateKey(source.decode_hparams(overrides), False)
   translate = app_lib.batch_translator(source)
   lines = multi30k_lines("en", 3)
   good = [app_lib.TranslateLine(lines[0], "Ein Hund"),

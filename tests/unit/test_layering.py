@@ -21,10 +21,12 @@ The ranks, lowest first; packages on one rank are independent of each other:
   5  run_dir   t2tlite.run_dir (a training folder and its model)
      problem_decoding  t2tlite.problem_decoding (a problem's decode
                defaults and constraint, by name)
-  6  train, export
-  7  serve, report (t2t-serve's app and t2t-report's page, over runs and
+  6  run_decoding  t2tlite.run_decoding (a run folder, checkpoint or
+               ensemble to a Decoder: the one road)
+  7  train, export
+  8  serve, report (t2t-serve's app and t2t-report's page, over runs and
                exports)
-  8  bin       the commands (the only readers of absl flags), and the
+  9  bin       the commands (the only readers of absl flags), and the
                `t2tlite` package itself (its __init__ is the public facade)
 
 The registered hparams sets (hparams/, installed as t2tlite.hparams) sit on
@@ -59,6 +61,7 @@ RANKS = [
     {"problems": ("t2tlite.problem", "t2tlite.problems")},
     {"run_dir": ("t2tlite.run_dir",),
      "problem_decoding": ("t2tlite.problem_decoding",)},
+    {"run_decoding": ("t2tlite.run_decoding",)},
     {"train": ("t2tlite.train",),
      "export": ("t2tlite.export",)},
     {"serve": ("t2tlite.serve",), "report": ("t2tlite.report",)},
