@@ -277,8 +277,16 @@ def _checkpoints_section(run):
 def _machine_section(run):
   info = run.run_info or {}
   precision = (info.get("flags") or {}).get("precision") or {}
+  parent = info.get("parent") or {}
+  started = parent and (f"{parent['checkpoint']} (step {parent['step']}; "
+                        f"variables: {parent['variables'] or 'all'})")
+  parent_vocab = parent and (
+      f"{parent['vocab']}"
+      f"{' (rows mapped by piece)' if parent['map_vocab'] else ''}")
   rows = [[k, v] for k, v in (("problem", info.get("problem")),
                               ("model", info.get("model")),
+                              ("warm-started from", started or None),
+                              ("parent's vocabulary", parent_vocab or None),
                               ("vocabulary size", info.get("vocab_size")),
                               ("precision", precision.get("precision")),
                               ("precision asked", precision.get("requested")),

@@ -1,6 +1,7 @@
 """t2t-trainer --warm_start_from as a user runs it: a child run on two
 logical devices evaluates, before its first step, as its parent does; its
-data is encoded with the parent's vocabulary; run.json records the parent;
+data is encoded with the parent's vocabulary; run.json, the report and the
+export's metadata record the parent;
 what does not fit fails in one line and writes nothing; a vocabulary of
 other ids, mapped by piece, decodes as the parent does."""
 import json
@@ -9,6 +10,8 @@ import os
 import pytest
 
 from t2tlite import problem as problem_lib
+from t2tlite.export import exporter
+from t2tlite.report import collect, render
 import permuted_vocab
 import train_helpers
 
@@ -68,6 +71,13 @@ def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
                      "step": 400, "vocab": os.path.join(run, "vocab.model"),
                      "target_vocab": None, "variables": None,
                      "map_vocab": False}
+  # The report and the export (of the warm-started weights, saved as ckpt-0
+  # for the dev metric) show it too.
+  page = render.render(collect.collect(child))
+  assert f"{run}/ckpt-400 (step 400; variables: all)" in page
+  export = exporter.export_saved_model(child)
+  with open(os.path.join(export, exporter.METADATA_FILE)) as f:
+    assert json.load(f)["parent"] == lineage
 
 
 def test_what_does_not_fit_fails_in_one_line_and_writes_nothing(parent,
