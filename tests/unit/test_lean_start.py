@@ -12,16 +12,21 @@ from t2tlite import lean_start, quiet
 
 
 def test_hidden_modules_raise_import_error_then_import_again():
-  name = "wave"  # a standard module nothing here imports
-  if name in sys.modules:
-    pytest.skip(f"{name} is imported already")
-  with lean_start.hidden([name, "json"]):
-    with pytest.raises(ImportError):
-      importlib.import_module(name)
-    # Imported before: left alone.
-    assert importlib.import_module("json") is json
-  assert importlib.import_module(name).__name__ == name
-  del sys.modules[name]
+  # A standard module, out of sys.modules for the test whatever imported it
+  # before (tensorflow_datasets imports it).
+  name = "wave"
+  imported = sys.modules.pop(name, None)
+  try:
+    with lean_start.hidden([name, "json"]):
+      with pytest.raises(ImportError):
+        importlib.import_module(name)
+      # Imported before: left alone.
+      assert importlib.import_module("json") is json
+    assert importlib.import_module(name).__name__ == name
+  finally:
+    sys.modules.pop(name, None)
+    if imported is not None:
+      sys.modules[name] = imported
 
 
 # In a fresh process: which of the hidden modules TensorFlow's import loaded
