@@ -26,7 +26,8 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "side by side; 0: auto, 2 on a CPU with 2+ cores, where "
                     "t2t-decoder gives each cores/2 intra-op threads); "
                     "sampling_temperature (> 0: sample instead of "
-                    "searching), top_k, top_p, sampling_seed, num_samples.")
+                    "searching), top_k, top_p, epsilon (tokens less "
+                    "probable are not drawn), sampling_seed, num_samples.")
 
 FLAGS = flags.FLAGS
 

@@ -18,7 +18,8 @@ order; an empty input line gives an empty output line. With
 return_beams=true each line holds every beam and its score, tab-separated:
 `text_1<TAB>score_1<TAB>text_2<TAB>score_2...`; so does sampling with
 num_samples > 1 (decode hparams sampling_temperature > 0, top_k, top_p,
-sampling_seed, num_samples; docs/decoding.md), its samples in order.
+epsilon, sampling_seed, num_samples; docs/decoding.md), its samples in
+order.
 Inputs longer than any training example (run.json records the longest) get
 a warning on stderr: a model rarely handles lengths it never saw.
 """

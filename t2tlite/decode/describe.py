@@ -10,8 +10,8 @@ import dataclasses
 
 from t2tlite.decode.settings import DecodeHParams
 
-_SAMPLING = ("sampling_temperature", "top_k", "top_p", "sampling_seed",
-             "num_samples")
+_SAMPLING = ("sampling_temperature", "top_k", "top_p", "epsilon",
+             "sampling_seed", "num_samples")
 _BEAM = ("beam_size", "alpha", "return_beams")
 _DEFAULTS = DecodeHParams()
 
@@ -34,7 +34,7 @@ def describe(hp):
   name = strategy(hp)
   if name == "sampling":
     own = ["sampling_temperature"] + [
-        field for field in ("top_k", "top_p")
+        field for field in ("top_k", "top_p", "epsilon")
         if getattr(hp, field) != getattr(_DEFAULTS, field)] + [
             "sampling_seed", "num_samples"]
   else:  # greedy search reads return_beams too (a beam axis of one)

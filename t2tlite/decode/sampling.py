@@ -1,5 +1,5 @@
-"""Sampling outputs instead of searching them: temperature, top-k and top-p
-(nucleus) sampling, reproducible with a seed.
+"""Sampling outputs instead of searching them: temperature, epsilon, top-k
+and top-p (nucleus) sampling, reproducible with a seed.
 
     sample = Sample(temperature=0.8, top_k=0, top_p=0.9, seed=7,
                     num_samples=4)                 # strategy.Sample
@@ -8,9 +8,11 @@
                                     pick=pick_for(sample, keys))
 
 At every step the next token is drawn from the model's distribution with
-its logits divided by the temperature, restricted to the `top_k` most
-probable tokens (0: all) and then to the smallest set of most probable
-tokens whose probability reaches `top_p` (1: all). Tokens a decoding
+its logits divided by the temperature, without the tokens whose
+probability there is under `epsilon` (epsilon sampling, Hewitt et al.,
+2022; the most probable token always stays; 0: none dropped), restricted
+to the `top_k` most probable tokens (0: all) and then to the smallest set
+of most probable tokens whose probability reaches `top_p` (1: all). Tokens a decoding
 constraint forbids have probability 0, so a sampled output obeys the
 constraint as a searched one does (a sampled parse is still a tree).
 
@@ -22,6 +24,8 @@ concurrent search it runs: t2t-decoder, a Decoder and an export give the
 same outputs for the same seed. Two equal input sentences get the same
 samples.
 """
+import math
+
 import tensorflow as tf
 
 from t2tlite.ids import PAD_ID
@@ -87,7 +91,24 @@ def uniforms(keys, step):
   return (top + 0.5) / float(1 << 24)
 
 
-def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0):
+def without_improbable(logits, epsilon):
+  """Epsilon sampling's truncation (Hewitt et al., 2022): the tokens whose
+  probability is under `epsilon` get logit -inf, except each row's most
+  probable token (so one always stays).
+
+  Args:
+    logits: float32 [rows, V].
+    epsilon: float in (0, 1).
+  Returns:
+    float32 [rows, V].
+  """
+  keep = tf.logical_or(
+      tf.nn.log_softmax(logits, axis=-1) >= math.log(epsilon),
+      logits >= tf.reduce_max(logits, axis=-1, keepdims=True))
+  return tf.where(keep, logits, tf.constant(-math.inf, logits.dtype))
+
+
+def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0, epsilon=0.0):
   """Draws one token a row by inverting the cumulative distribution.
 
   Args:
@@ -96,10 +117,13 @@ def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0):
     temperature: float > 0.
     top_k: int >= 0; 0 keeps every token.
     top_p: float in (0, 1].
+    epsilon: float in [0, 1); 0 keeps every token (`without_improbable`).
   Returns:
     int32 [rows] token ids.
   """
   logits = logits / temperature
+  if epsilon:
+    logits = without_improbable(logits, epsilon)
   vocab = logits.shape[-1]
   order = None
   if top_k or top_p < 1.0:
@@ -147,6 +171,6 @@ def pick_for(sample, keys):
 
   def pick(logits, step):
     return sample_tokens(logits, uniforms(keys, step), sample.temperature,
-                         sample.top_k, sample.top_p)
+                         sample.top_k, sample.top_p, sample.epsilon)
 
   return pick

@@ -50,6 +50,9 @@ class DecodeHParams:
   top_k: sample among the k most probable tokens only; 0: all.
   top_p: sample among the smallest set of most probable tokens whose
     probability reaches top_p (nucleus sampling); 1: all. In (0, 1].
+  epsilon: epsilon sampling (Hewitt et al., 2022): tokens whose
+    probability (after the temperature) is under epsilon are not drawn,
+    the most probable one always may be; 0: off. In [0, 1).
   sampling_seed: outputs are a function of the seed and the input
     sentence, whatever else shares its batch.
   num_samples: outputs sampled per input (each line then holds them all,
@@ -68,6 +71,7 @@ class DecodeHParams:
   sampling_temperature: float = 0.0
   top_k: int = 0
   top_p: float = 1.0
+  epsilon: float = 0.0
   sampling_seed: int = 0
   num_samples: int = 1
 
@@ -94,11 +98,14 @@ class DecodeHParams:
     if not 0 < self.top_p <= 1:
       raise ValueError(f"decode hparam top_p must be in (0, 1], got "
                        f"{self.top_p}")
+    if not 0 <= self.epsilon < 1:
+      raise ValueError(f"decode hparam epsilon must be in [0, 1), got "
+                       f"{self.epsilon}")
     if self.num_samples < 1:
       raise ValueError(f"decode hparam num_samples must be >= 1, got "
                        f"{self.num_samples}")
     asked = [name for name, unset in (("top_k", 0), ("top_p", 1.0),
-                                      ("num_samples", 1))
+                                      ("epsilon", 0.0), ("num_samples", 1))
              if getattr(self, name) != unset]
     if asked and not self.sampling_temperature:
       raise ValueError(f"decode hparam {asked[0]}={getattr(self, asked[0])} "

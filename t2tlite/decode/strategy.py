@@ -43,13 +43,15 @@ class Sample:
 
   temperature: > 0, divides the logits; top_k: 0 (all) or the k most
   probable; top_p: in (0, 1], nucleus; seed: outputs are a function of
-  it and the input sentence; num_samples: outputs per input.
+  it and the input sentence; num_samples: outputs per input; epsilon: in
+  [0, 1), tokens less probable than it are not drawn (0: off).
   """
   temperature: float
   top_k: int
   top_p: float
   seed: int
   num_samples: int
+  epsilon: float = 0.0
 
 
 Strategy = Union[Greedy, Beam, Sample]
@@ -98,7 +100,7 @@ class DecodePlan:
     hp = settled.hp
     if hp.sampling:
       strategy = Sample(hp.sampling_temperature, hp.top_k, hp.top_p,
-                        hp.sampling_seed, hp.num_samples)
+                        hp.sampling_seed, hp.num_samples, hp.epsilon)
     elif hp.beam_size == 1:
       strategy = Greedy(beam_axis=hp.return_beams)
     else:

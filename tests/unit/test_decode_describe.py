@@ -20,6 +20,9 @@ from t2tlite.decode.settings import DecodeHParams
      "num_samples=5,no_repeat_ngram_size=3",
      "sampling: sampling_temperature=0.7, top_k=40, top_p=0.9, "
      "sampling_seed=3, num_samples=5; no_repeat_ngram_size=3"),
+    ("sampling_temperature=1.0,epsilon=0.02",
+     "sampling: sampling_temperature=1, epsilon=0.02, sampling_seed=0, "
+     "num_samples=1"),
 ])
 def test_describe_names_the_strategy_and_its_own_settings(text, line):
   assert describe(DecodeHParams.parse(text)) == line

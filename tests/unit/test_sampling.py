@@ -1,4 +1,4 @@
-"""Sampling (decode hparams sampling_temperature, top_k, top_p,
+"""Sampling (decode hparams sampling_temperature, top_k, top_p, epsilon,
 sampling_seed, num_samples): its limits equal greedy search, a seed fixes
 the samples whatever shares the batch, and bad settings fail with one
 line. (Constrained sampling: test_tree_constraint.py.)"""
@@ -10,6 +10,8 @@ from t2tlite.data.vocab import EOS_ID
 from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.decode.sampling import sample_tokens
+
+from outputs_differ import assert_outputs_differ
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
                       [3, 4, EOS_ID, 0, 0, 0, 0],
@@ -40,6 +42,7 @@ def greedy(tiny_model):
 ], ids=["temperature_to_0", "top_k_1", "top_p_tiny"])
 def test_limits_of_sampling_equal_greedy_search(tiny_model, greedy, sampler):
   outputs, scores = decode(tiny_model, sampler=sampler)
+  assert_outputs_differ(greedy[0].tolist())
   np.testing.assert_array_equal(outputs, greedy[0])
   # Scores are the model's log-probabilities of the output, as greedy's.
   np.testing.assert_allclose(scores, greedy[1], rtol=1e-5)
@@ -90,8 +93,37 @@ def test_sample_tokens_follows_the_filtered_distribution():
     ("sampling_temperature=1,top_p=1.5", r"top_p must be in \(0, 1\]"),
     ("sampling_temperature=1,num_samples=0", "num_samples must be >= 1"),
     ("sampling_temperature=1,return_beams=true", "ask for num_samples"),
+    ("epsilon=0.02", "epsilon=0.02 samples: it needs sampling_temperature"),
+    ("sampling_temperature=1,epsilon=1", r"epsilon must be in \[0, 1\), got 1"),
+    ("sampling_temperature=1,epsilon=-0.1", r"epsilon must be in \[0, 1\)"),
 ])
 def test_bad_sampling_hparams_fail_with_one_line(text, message):
   with pytest.raises(ValueError, match=message) as error:
     DecodeHParams.parse(text)
   assert "\n" not in str(error.value)
+
+
+def test_epsilon_drops_the_tokens_under_it_and_keeps_the_best():
+  logits = tf.math.log(tf.constant([[0.01, 0.19, 0.3, 0.5]] * 4000))
+  u = tf.random.stateless_uniform([4000], [1, 2])
+  # epsilon=0.02 (Hewitt et al., 2022): token 0 (0.01) is never drawn,
+  # the others renormalized.
+  counts = np.bincount(sample_tokens(logits, u, 1.0, epsilon=0.02).numpy(),
+                       minlength=4)
+  assert counts[0] == 0
+  np.testing.assert_allclose(counts / 4000, [0, 0.19 / 0.99, 0.3 / 0.99,
+                                             0.5 / 0.99], atol=0.03)
+  # Over every token's probability: the most probable one stays.
+  assert set(sample_tokens(logits, u, 1.0, epsilon=0.9).numpy()) == {3}
+  # Under every token's probability: the draws of plain sampling.
+  np.testing.assert_array_equal(
+      sample_tokens(logits, u, 1.0, epsilon=1e-3).numpy(),
+      sample_tokens(logits, u, 1.0).numpy())
+
+
+def test_epsilon_above_every_tokens_probability_is_greedy(tiny_model,
+                                                          greedy):
+  outputs, scores = decode(tiny_model, sampler=dict(
+      Sampler(temperature=1.0, seed=5), epsilon=0.99))
+  np.testing.assert_array_equal(outputs, greedy[0])
+  np.testing.assert_allclose(scores, greedy[1], rtol=1e-5)
