@@ -6,6 +6,7 @@ what does not fit fails in one line and writes nothing; a vocabulary of
 other ids, mapped by piece, decodes as the parent does."""
 import json
 import os
+import sys
 
 import pytest
 
@@ -132,3 +133,62 @@ def test_a_mapped_vocabulary_decodes_as_the_parent(parent, tmp_path):
     decoded.append(out.read_text().splitlines())
   assert decoded[0] == decoded[1]
   assert len(set(decoded[0])) > 1, decoded  # not one output for every line
+
+
+WORKER_SCRIPT = """
+import numpy as np
+import t2tlite
+from t2tlite import run_dir
+from t2tlite.data import vocab_source
+from t2tlite.train import strategy as strategy_lib, warm_start
+strategy = strategy_lib.make_strategy()
+import train_helpers
+check = t2tlite.build_model(train_helpers.tiny_hparams(),
+                            train_helpers.SYNTHETIC_VOCAB)
+prepared = warm_start.prepare(warm_start.parent_of({parent!r}), check,
+                              vocab_source.VocabSource(inputs="unused"))
+trainer = train_helpers.tiny_trainer({output_dir!r}, strategy,
+                                     warm_start=prepared)
+np.savez({weights!r}, **{{name.replace("/", "|"): v.numpy() for name, v in
+                          run_dir.model_variables(trainer.model).items()}})
+print("replicas", strategy.num_replicas_in_sync, "step", trainer.step,
+      "warm", trainer.warm_started is prepared)
+"""
+
+
+@pytest.mark.timeout(300)
+def test_two_workers_warm_start_the_same_weights(tmp_path):
+  """MultiWorkerMirroredStrategy over two processes on 127.0.0.1."""
+  import numpy as np
+  import tensorflow as tf
+  import t2tlite
+  from t2tlite import run_dir
+  tf.keras.utils.set_random_seed(7)  # not the workers' seed 1
+  parent_model = t2tlite.build_model(train_helpers.tiny_hparams(),
+                                     train_helpers.SYNTHETIC_VOCAB)
+  parent_dir = tmp_path / "parent"
+  run_dir.make_checkpoint(parent_model).save(str(parent_dir / "ckpt"))
+  ports = train_helpers.free_ports(2)
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+  with train_helpers.processes() as started:
+    for index in range(2):
+      tf_config = json.dumps({"cluster": cluster,
+                              "task": {"type": "worker", "index": index}})
+      script = WORKER_SCRIPT.format(
+          parent=str(parent_dir), output_dir=str(tmp_path / "run"),
+          weights=str(tmp_path / f"weights{index}.npz"))
+      started.append(train_helpers.start(
+          [sys.executable, "-c", train_helpers.python_script(script)],
+          tmp_path / f"worker{index}.txt", env={"TF_CONFIG": tf_config}))
+    for index, proc in enumerate(started):
+      proc.wait(timeout=280)
+      output = (tmp_path / f"worker{index}.txt").read_text()
+      assert proc.returncode == 0, output[-5000:]
+      assert "replicas 2 step 0 warm True" in output, output[-3000:]
+  theirs = run_dir.model_variables(parent_model)
+  for index in range(2):
+    weights = np.load(tmp_path / f"weights{index}.npz")
+    assert sorted(weights.files) == sorted(n.replace("/", "|") for n in theirs)
+    for name, variable in theirs.items():
+      np.testing.assert_array_equal(weights[name.replace("/", "|")],
+                                    variable.numpy(), err_msg=name)

@@ -243,3 +243,14 @@ def test_new_pieces_keep_their_fresh_rows(vocab_runs, tmp_path):
   np.testing.assert_array_equal(mapped[new], initial[new])
   np.testing.assert_array_equal(
       mapped[~new], parent_model.embedding.embeddings.numpy()[rows[~new]])
+
+
+def test_a_bfloat16_run_starts_from_the_float32_weights(parent, tmp_path):
+  """Mixed precision keeps float32 variables: the same values land."""
+  folder, parent_trainer = parent
+  child = train_helpers.tiny_trainer(str(tmp_path / "child"), ONE_DEVICE,
+                                     warm_start=_prepared(folder),
+                                     mixed_precision="bfloat16")
+  assert child.model.compute_dtype == "bfloat16"
+  for name, value in _weights(parent_trainer.model).items():
+    np.testing.assert_array_equal(_weights(child.model)[name], value)
