@@ -12,8 +12,9 @@ from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 
 import host
-from run_folder import (make_run_folder, multi30k_lines, needs_multi30k,
-                        trained_run)
+from outputs_differ import assert_outputs_differ
+from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from shared_run import run_copy, shared_run_folder, shared_trained_run
 from train_helpers import user_env
 
 pytestmark = needs_multi30k
@@ -21,7 +22,8 @@ pytestmark = needs_multi30k
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-  return trained_run(str(tmp_path_factory.mktemp("run")))
+  """The session's shared run (read only): (folder, model, vocab)."""
+  return shared_trained_run(tmp_path_factory)
 
 
 def sample_lines():
@@ -38,6 +40,7 @@ def test_outputs_follow_input_order_and_empty_lines_survive(trained):
   decoder = Decoder(model, vocab, settle(hp))
   outputs, scores = decoder.decode_lines(lines, progress=False)
   assert len(outputs) == len(lines)
+  assert_outputs_differ(outputs)
   for i, line in enumerate(lines):
     if not line.strip():
       assert outputs[i] == "" and scores[i] == 0.0
@@ -65,6 +68,7 @@ def test_sampled_lines_do_not_depend_on_their_batch(trained):
   decoder = Decoder(model, vocab, settle(hp))
   outputs, scores = decoder.decode_lines(lines, progress=False)
   assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]
+  assert_outputs_differ(outputs, "sampled outputs")
   for i, line in enumerate(lines):
     if line.strip():
       alone, alone_scores = decoder.decode_batch([line])
@@ -105,6 +109,7 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
   hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
   expected, _ = Decoder(model, vocab, settle(hp)).decode_lines(
       lines, progress=False)
+  assert_outputs_differ(expected)
   assert written[:-1] == expected
   assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
@@ -127,6 +132,7 @@ def test_t2t_decoder_return_beams_writes_every_beam(trained, tmp_path):
   outputs, scores = Decoder(model, vocab, settle(hp)).decode_lines(
       lines, progress=False)
   assert written[1] == ""  # empty input, empty line
+  assert_outputs_differ(outputs, "beams")
   for line, texts, beam_scores in zip(written[::2], outputs[::2],
                                       scores[::2]):
     fields = line.split("\t")
@@ -178,13 +184,13 @@ def test_t2t_decoder_interactive(trained):
                    settle(DecodeHParams(beam_size=1, extra_length=3)))
   expected, _ = greedy.decode_lines(["A dog runs.", "", "Two men."],
                                     progress=False)
+  assert_outputs_differ(expected)
   assert printed == expected + [""]
 
 
 @pytest.mark.timeout(180)
-def test_t2t_decoder_errors_are_clear(tmp_path):
-  folder = str(tmp_path / "untrained")
-  make_run_folder(folder, checkpoint=False)
+def test_t2t_decoder_errors_are_clear(tmp_path_factory, tmp_path):
+  folder = shared_run_folder(tmp_path_factory, checkpoint=False)
   source = tmp_path / "in.txt"
   source.write_text("hello\n", encoding="utf-8")
   run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
@@ -197,10 +203,8 @@ def test_t2t_decoder_errors_are_clear(tmp_path):
 @pytest.fixture(scope="module")
 def second_run(tmp_path_factory):
   """Another run folder of the same problem and vocabulary (other
-  weights: seed 4)."""
-  folder = str(tmp_path_factory.mktemp("second_run"))
-  make_run_folder(folder, seed=4)
-  return folder
+  weights: seed 4), shared by the session (read only)."""
+  return shared_run_folder(tmp_path_factory, seed=4)
 
 
 @pytest.mark.timeout(180)
@@ -222,17 +226,17 @@ def test_t2t_decoder_decodes_with_an_ensemble(trained, second_run, tmp_path):
   hp = DecodeHParams(beam_size=2, extra_length=4)
   expected, _ = Decoder(Ensemble(models), vocab, settle(hp)).decode_lines(
       lines, progress=False)
+  assert_outputs_differ(expected)
   assert target.read_text(encoding="utf-8").splitlines() == expected
 
 
 @pytest.mark.timeout(180)
-def test_ensemble_members_must_share_problem_and_vocabulary(trained,
-                                                            tmp_path):
+def test_ensemble_members_must_share_problem_and_vocabulary(
+    trained, tmp_path_factory, tmp_path):
   from t2tlite.data.vocab import train_sentencepiece
   from t2tlite.run_dir import load_models
   folder, _, _ = trained
-  other = str(tmp_path / "enfr")
-  make_run_folder(other, problem="translate_enfr_wmt")
+  other = shared_run_folder(tmp_path_factory, problem="translate_enfr_wmt")
   source = tmp_path / "in.en"
   source.write_text("A dog.\n", encoding="utf-8")
   run = run_decoder(f"--output_dir={folder}",
@@ -245,8 +249,7 @@ def test_ensemble_members_must_share_problem_and_vocabulary(trained,
       f"{folder}/ckpt-1 on translate_ende_wmt; an ensemble needs one "
       "problem and vocabulary")
   # Same problem, another vocabulary.
-  resized = str(tmp_path / "resized")
-  make_run_folder(resized)
+  resized = run_copy(tmp_path_factory, "resized")
   train_sentencepiece(lambda: iter(multi30k_lines("en", 200)),
                       os.path.join(resized, "vocab.model"), 200)
   with pytest.raises(ValueError, match=r"the vocabulary of .*resized/ckpt-1 "

@@ -7,7 +7,9 @@ import pytest
 
 from t2tlite.decode.scoring import Scorer
 
-from run_folder import multi30k_lines, needs_multi30k, trained_run
+from outputs_differ import assert_outputs_differ
+from run_folder import multi30k_lines, needs_multi30k
+from shared_run import shared_trained_run
 from train_helpers import user_env
 
 pytestmark = needs_multi30k
@@ -15,7 +17,8 @@ pytestmark = needs_multi30k
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-  return trained_run(str(tmp_path_factory.mktemp("run")))
+  """The session's shared run (read only): (folder, model, vocab)."""
+  return shared_trained_run(tmp_path_factory)
 
 
 def pairs():
@@ -48,6 +51,7 @@ def test_t2t_score_writes_scores_in_input_order(trained, tmp_path):
   lines = out.read_text(encoding="utf-8").splitlines()
   expected = Scorer(model, vocab).score_lines(sources, targets)
   assert len(lines) == len(sources)
+  assert_outputs_differ(lines, "score lines")
   for line, score, target in zip(lines, expected, targets):
     total, normalized, tokens = line.split("\t")
     tokens = [float(t) for t in tokens.split()]

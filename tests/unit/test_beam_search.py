@@ -473,33 +473,63 @@ def test_decode_hparams_parsing():
     DecodeHParams.parse("min_length=-1")
 
 
-def test_outputs_of_a_fixed_model_are_those_of_earlier_releases():
-  # Weights drawn from a fixed generator (post-norm, so that rows differ);
-  # the expected ids and scores were computed by the code before
-  # separate target vocabularies and decoding constraints existed, and a
-  # shared-vocabulary model without a constraint must still give them.
+FIXED_INPUTS = [[5, 9, 17, 33, 1, 0], [7, 7, 40, 21, 12, 1],
+                [3, 1, 0, 0, 0, 0]]
+
+
+def fixed_model(norm_position, embedding_std, matrix_scale):
+  """A 50-token model of weights drawn from a fixed generator (seed 5):
+  embeddings of std `embedding_std`, matrices of std matrix_scale /
+  sqrt(fan-in), layer-norm gains 1 + N(0, 0.3), other vectors N(0, 0.3)."""
   hp = HParams(num_layers=2, d_model=32, d_ff=64, num_heads=4, dropout=0.0,
-               max_length=64, norm_position="post")
+               max_length=64, norm_position=norm_position)
   model = build_model(hp, 50)
   rng = np.random.default_rng(5)
   for v in sorted(model.weights, key=lambda v: v.path):
-    std = (1.0 if "embedding" in v.path else
-           1.0 / np.sqrt(v.shape[0]) if len(v.shape) > 1 else 0.3)
+    std = (embedding_std if "embedding" in v.path else
+           matrix_scale / np.sqrt(v.shape[0]) if len(v.shape) > 1 else 0.3)
     v.assign((float("gamma" in v.path) +
               rng.normal(0, std, v.shape)).astype("float32"))
-  inputs = tf.constant([[5, 9, 17, 33, 1, 0], [7, 7, 40, 21, 12, 1],
-                        [3, 1, 0, 0, 0, 0]])
-  expected = {
+  return model
+
+
+def assert_fixed_outputs(model, expected):
+  """`expected`: {beam_size: (ids, scores)} of FIXED_INPUTS (alpha 0.6,
+  extra_length 6)."""
+  for beam_size, (ids, scores) in expected.items():
+    result = decode_ids(model, tf.constant(FIXED_INPUTS),
+                        beam_size=beam_size, alpha=0.6, extra_length=6)
+    assert result["outputs"].numpy().tolist() == ids, beam_size
+    np.testing.assert_allclose(result["scores"].numpy(), scores, atol=2e-3)
+
+
+def test_outputs_of_a_fixed_model_are_those_of_earlier_releases():
+  # Post-norm, so that rows differ; the expected ids and scores were
+  # computed by the code before separate target vocabularies and decoding
+  # constraints existed, and a shared-vocabulary model without a
+  # constraint must still give them. Each row repeats one token, which
+  # leaves a wrong reordering of the beams unseen: see the next test.
+  assert_fixed_outputs(fixed_model("post", 1.0, 1.0), {
       1: ([[38] * 11 + [0], [16] * 12, [7] * 8 + [0] * 4],
           [-3.249, -7.303, -1.503]),
       3: ([[24] * 11 + [0], [16] * 12, [7] * 8 + [0] * 4],
-          [-1.673, -3.910, -0.945])}
-  for beam_size, (ids, scores) in expected.items():
-    result = decode_ids(model, inputs, beam_size=beam_size, alpha=0.6,
-                        extra_length=6)
-    assert result["outputs"].numpy().tolist() == ids
-    np.testing.assert_allclose(result["scores"].numpy(), scores, atol=2e-3)
+          [-1.673, -3.910, -0.945])})
 
+
+def test_outputs_of_a_fixed_model_of_varied_tokens_do_not_move():
+  # Pre-norm, small embeddings and large matrices: the tokens change
+  # within a row, an element ends at EOS, and beam search finds outputs
+  # greedy search does not (the second row: EOS at once, -3.35 against
+  # -39.61), so the beams' reordering decides the result. Computed at
+  # 37ae67f; the same with oneDNN off and with its ISA capped at AVX2.
+  assert_fixed_outputs(fixed_model("pre", 0.05, 3.0), {
+      1: ([[19, 12, 12, 12] + [41] * 7 + [0],
+           [9, 36, 22, 12, 12, 12, 12, 42, 29, 42, 42, 42],
+           [41] * 8 + [0] * 4],
+          [-35.589, -39.607, -24.911]),
+      3: ([[19] + [12] * 6 + [41] * 4 + [0], [1] + [0] * 11,
+           [41, 12] + [41] * 6 + [0] * 4],
+          [-19.621, -3.351, -15.661])})
 
 
 def test_beam_search_never_reorders_the_growing_keys_and_values(tiny_model):

@@ -19,6 +19,7 @@ from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
 from int8_kernel import needs_int8
+from outputs_differ import assert_outputs_differ
 from search_graphs import weight_transposes
 from tree_pieces import (INPUT_PIECES, TARGET_PIECES, check_trees,
                          random_inputs)
@@ -56,6 +57,7 @@ def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
     return run
 
   one_ids, one_scores = searcher(1)(INPUTS)
+  assert_outputs_differ(one_ids.tolist())
   assert np.count_nonzero(one_ids[:, 0, 0]) == INPUTS.shape[0]
   two = searcher(2)
   ids, scores = two(INPUTS)  # blocks of 3 and 2 rows, out of order

@@ -11,6 +11,8 @@ from t2tlite.decode.ensemble import Ensemble
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
+from outputs_differ import assert_outputs_differ
+
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
                       [3, 4, EOS_ID, 0, 0, 0, 0],
                       [8, 8, 30, 31, 32, 17, EOS_ID]])
@@ -38,6 +40,7 @@ def search(model, name):
 def test_an_ensemble_of_one_model_or_of_itself_is_that_model(tiny_model,
                                                              name):
   outputs, scores = search(tiny_model, name)
+  assert_outputs_differ(outputs.tolist())
   for members in ([tiny_model], [tiny_model, tiny_model]):
     ensemble_outputs, ensemble_scores = search(Ensemble(members), name)
     np.testing.assert_array_equal(ensemble_outputs, outputs)

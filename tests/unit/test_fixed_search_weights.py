@@ -14,6 +14,7 @@ from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
 from int8_kernel import needs_int8
+from outputs_differ import assert_outputs_differ
 from search_graphs import weight_transposes
 
 INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
@@ -36,6 +37,7 @@ def _layout(int8):
 def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
     tiny_model, int8, searches):
   expected = searcher(tiny_model, int8, searches)(INPUTS)
+  assert_outputs_differ(expected["outputs"].numpy().tolist())
   # Made as a Decoder makes them: in the layout settled for the machine.
   fixed = searcher(tiny_model, int8, searches,
                    fixed_search_weights(tiny_model, int8, _layout(int8)))
