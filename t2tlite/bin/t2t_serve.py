@@ -142,18 +142,16 @@ def _http_threads():
   return FLAGS.threads or FLAGS.max_queued_lines + FLAGS.max_batch_lines + 8
 
 
-def _listen(waitress, app, limits):
-  return waitress.create_server(
-      app, host=FLAGS.host, port=FLAGS.port, threads=_http_threads(),
+def _listen(app, limits):
+  from t2tlite.serve import http_server
+  return http_server.create_server(
+      app, limits, host=FLAGS.host, port=FLAGS.port, threads=_http_threads(),
       connection_limit=FLAGS.max_connections,
       # poll(), not select(): more than 1024 open sockets.
       asyncore_use_poll=True,
       # Keep reading a connection while its request waits, so that a
       # client that closes it is seen (waitress.client_disconnected).
       channel_request_lookahead=1,
-      # A backstop: Flask answers bodies over the limit with a JSON 413;
-      # waitress only drops (with plain text) those far larger.
-      max_request_body_size=limits.max_request_bytes + 2**20,
       ident="t2t-serve")
 
 
@@ -240,8 +238,6 @@ def _run():
     sys.stderr.write(f"t2t-serve: error: the web server needs the serving "
                      f"extra ({missing} is not installed): {SERVING_EXTRA}\n")
     return 2
-  import waitress
-
   limits = _limits()
   from t2tlite.serve.app import full_batch, make_app
   from t2tlite.serve.lifecycle import Lifecycle
@@ -260,7 +256,7 @@ def _run():
   serving = app.extensions["t2tlite"]
   try:
     # Before loading the model: a port in use fails at once.
-    server = _listen(waitress, app, limits)
+    server = _listen(app, limits)
   except OSError as error:  # the port is taken, or the host is not ours
     raise console.CommandError(
         f"--host={FLAGS.host} --port={FLAGS.port}: cannot listen there "

@@ -48,7 +48,7 @@ from t2tlite.serve import batcher as batching
 from t2tlite.serve import validation as checks
 from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.metrics import CONTENT_TYPE, ServeMetrics
-from t2tlite.serve.model_source import RequestError
+from t2tlite.serve.model_source import PrefixError, RequestError
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "static")
@@ -141,9 +141,11 @@ def batch_translator(source):
   def decode(key, items):
     try:
       return translate(key, items)
-    except RequestError:
-      if len(items) == 1 or not any(item.prefix for item in items):
+    except RequestError as error:
+      if not any(item.prefix for item in items):
         raise
+      if len(items) == 1:
+        return [error]
     results = []
     for item in items:
       try:
@@ -281,8 +283,10 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
              zip(lines, prefixes or [""] * len(lines))]
     results = batcher.submit(TranslateKey(hp, n_best), items,
                              alone=n_best, gone=gone)
-    for result in results:
-      if isinstance(result, RequestError):  # this request's own prefix
+    for index, (item, result) in enumerate(zip(items, results)):
+      if isinstance(result, PrefixError):  # this request's own prefix
+        raise result.named(index, item.prefix)
+      if isinstance(result, RequestError):
         raise result
     answer = {"translations": [text for text, _ in results]}
     if n_best:
@@ -329,7 +333,6 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   @app.errorhandler(413)
   def too_large(e):
     del e
-    return error(413, f"request body larger than {limits.max_request_bytes} "
-                 "bytes (--max_request_bytes)")
+    return error(413, checks.too_large_message(limits))
 
   return app

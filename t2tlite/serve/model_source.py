@@ -27,6 +27,7 @@ import collections
 import dataclasses
 import json
 import os
+import re
 import threading
 
 EXPORT_METADATA = os.path.join("assets.extra", "t2tlite_export.json")
@@ -39,6 +40,35 @@ _DECODER_CACHE = 4
 
 class RequestError(ValueError):
   """A request the model source cannot answer (HTTP 400)."""
+
+
+class PrefixError(RequestError):
+  """A target prefix the export's search refused (HTTP 400).
+
+  reason: why, as the search's assertion says it ("the target vocabulary
+    cannot encode ...", "longer than its output may hold ..."); the caller,
+    which knows the request's lines, names the prefix (`named`).
+  """
+
+  def __init__(self, reason):
+    super().__init__(f"target_prefixes: {reason}")
+    self.reason = reason
+
+  def named(self, index, prefix):
+    """The error naming prefix `index` (0-based) of a request, as the run
+    folder's check (`Decoder.prefix_ids`) names it."""
+    return RequestError(f"target_prefixes: target prefix {index + 1} "
+                        f"({prefix!r}): {self.reason}")
+
+
+def _assertion(message):
+  """The message of the in-graph assertion that failed (a prefix check:
+  `prefix_ids`, `search._checked_prefix`) without its "target prefix"
+  start, from an InvalidArgumentError's text (whose first line is
+  "Graph execution error:"); else that text's first line."""
+  found = re.search(r"assertion failed: \[(?:target prefix )?([^\]]+)\]",
+                    message)
+  return found.group(1) if found else message.splitlines()[0]
 
 
 def _is_run_folder(path):
@@ -335,8 +365,7 @@ class ModelSource:
             inputs=tf.constant(lines, tf.string),
             target_prefixes=tf.constant(prefixes, tf.string))
       except tf.errors.InvalidArgumentError as error:
-        raise RequestError("target_prefixes: " +
-                           error.message.splitlines()[0]) from None
+        raise PrefixError(_assertion(error.message)) from None
     outputs = result["outputs"].numpy().tolist()
     scores = result["scores"].numpy().tolist()
     if outputs and isinstance(outputs[0], list):

@@ -37,6 +37,13 @@ class BadRequest(ValueError):
   """A request that breaks the rules; str(error) is its one-line reason."""
 
 
+def too_large_message(limits):
+  """The one line a body over limits.max_request_bytes gets (HTTP 413),
+  from Flask or from the HTTP server (`http_server`)."""
+  return (f"request body larger than {limits.max_request_bytes} bytes "
+          "(--max_request_bytes)")
+
+
 def parse_body(body):
   """bytes -> the JSON object it holds. Raises BadRequest."""
   if not body:

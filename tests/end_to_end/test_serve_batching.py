@@ -216,7 +216,11 @@ def test_lines_with_target_prefixes_batch_each_with_its_own(server, lines):
     assert answer["translations"] == [alone[i]], (picked[i], prefixes[i])
   status, _, answer = answers[-1]
   assert status == 400, answer
-  assert answer["error"].startswith("target_prefixes: "), answer
+  # Named, with the reason, as the run folder's check names it.
+  assert answer["error"] == (
+      "target_prefixes: target prefix 1 ('\u65e5\u672c'): the target "
+      "vocabulary cannot encode (it holds a piece the vocabulary does not "
+      "know)"), answer
   after = _metrics(url)
   batches = (after[("t2t_serve_batch_lines_count", ())] -
              before[("t2t_serve_batch_lines_count", ())])
