@@ -42,13 +42,23 @@ def test_decoded_target_when_none_is_given(trained):
   _, model, vocab = trained
   decoder = decoding.Decoder(model, vocab, machine.settle(DecodeHParams(
       beam_size=2, extra_length=4)))
-  [maps] = attention_plots.decoded_attention_maps(decoder, "A dog runs.")
+  source = "A dog runs."
+  [maps] = attention_plots.decoded_attention_maps(decoder, source)
+  # The decoder's own output for the sentence, and the pieces the maps
+  # label its rows with spell it (sentencepiece: "\u2581" starts a word).
+  [translation], _ = decoder.decode_lines([source], progress=False)
+  assert maps["source"] == source and maps["target"] == translation
   target = maps["pieces"]["target"]
-  # The output's own pieces: at most input length + extra_length, ending
-  # with EOS unless cut at that limit.
+  words = target[:-1] if target[-1] == "</s>" else target
+  assert "".join(words).replace("\u2581", " ").strip() == translation
+  # At most input length + extra_length pieces, ending with EOS unless cut
+  # at that limit; the decoder's inputs are the same pieces shifted right.
   limit = len(maps["pieces"]["source"]) + 4
   assert target[-1] == "</s>" or len(target) == limit
   assert len(target) <= limit
+  assert maps["pieces"]["decoder_input"] == ["<s>"] + target[:-1]
+  assert [w.shape[1] for w in maps["weights"]["decoder_self"]] == [
+      len(target)] * TINY.num_layers
 
 
 @pytest.mark.timeout(180)

@@ -36,7 +36,8 @@ VARIANTS = {
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def exported(request, tmp_path_factory):
-  """(model, source Vocabulary, CTranslate2 model folder) of a tiny run."""
+  """(model, source Vocabulary, CTranslate2 model folder, target
+  Vocabulary) of a tiny run."""
   folder = str(tmp_path_factory.mktemp(request.param))
   make_run_folder(folder, **VARIANTS[request.param])
   export_dir = subprocess.run(
@@ -47,7 +48,8 @@ def exported(request, tmp_path_factory):
   path = export_dir.stdout.strip().splitlines()[-1]
   assert path == os.path.join(folder, ct2_export.EXPORT_SUBDIR)
   model, info, _ = run_dir.load_trained_model(folder)
-  return model, Vocabulary.from_file(info.vocab_file), path
+  return (model, Vocabulary.from_file(info.vocab_file), path,
+          Vocabulary.from_file(info.target_vocab_file))
 
 
 # t2tlite's decode hparams beside CTranslate2's options of the same name.
@@ -69,19 +71,29 @@ def _ctranslate2_of(path):
                                                 compute_type="float32")
 
 
+def _greedy_search(model, **hparams):
+  """t2tlite's greedy search as a tf.function of input ids [1, length]."""
+  return tf.function(
+      lambda ids: decode_ids(model, ids, beam_size=1,
+                             extra_length=EXTRA_LENGTH, **hparams),
+      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+
+
+def _greedy_ids(search, vocab, line):
+  """(output ids before EOS, the search's result) of `line` alone."""
+  result = search(encode_inputs(vocab, tf.constant([line])))
+  ids = result["outputs"][0].numpy().tolist()
+  return (ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids), result
+
+
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
   ours, theirs = SETTINGS[setting]
-  model, vocab, path = exported
+  model, vocab, path, _ = exported
   source, target, translator = _ctranslate2_of(path)
-  search = tf.function(
-      lambda ids: decode_ids(model, ids, beam_size=1,
-                             extra_length=EXTRA_LENGTH, **ours),
-      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  search = _greedy_search(model, **ours)
   for line in multi30k_lines("en", 6):
-    result = search(encode_inputs(vocab, tf.constant([line])))
-    ids = result["outputs"][0].numpy().tolist()
-    ids = ids[:ids.index(EOS_ID)] if EOS_ID in ids else ids
+    ids, result = _greedy_ids(search, vocab, line)
     tokens = source.encode(line, out_type=str)
     assert vocab.encode_text(line, add_eos=False) == [
         source.piece_to_id(t) for t in tokens]
@@ -97,12 +109,16 @@ def test_ctranslate2_greedy_search_equals_t2tlite(exported, setting):
 
 
 def test_translate_lines_detokenizes_and_keeps_empty_lines(exported):
-  _, _, path = exported
+  """CTranslate2's lines, searched together, are t2tlite's greedy outputs
+  of each line alone, detokenized by t2tlite's target vocabulary."""
+  model, vocab, path, target_vocab = exported
   lines = multi30k_lines("en", 2)
   outputs = ct2_export.translate_lines(path, [lines[0], "", lines[1]],
                                        extra_length=EXTRA_LENGTH)
-  assert len(outputs) == 3 and outputs[1] == ""
-  assert outputs[0] and outputs[2]
+  search = _greedy_search(model)
+  expected = [target_vocab.decode_ids(_greedy_ids(search, vocab, line)[0])
+              for line in lines]
+  assert outputs == [expected[0], "", expected[1]]
 
 
 def test_unsupported_models_are_refused_with_one_line(tmp_path):
@@ -126,7 +142,7 @@ def test_ctranslate2_greedy_search_with_a_target_prefix_equals_t2tlite(
     exported):
   """decode/prefix.py against CTranslate2's target_prefix: the same output
   after the same forced start."""
-  model, vocab, path = exported
+  model, vocab, path, _ = exported
   source, target, translator = _ctranslate2_of(path)
   search = tf.function(
       lambda ids, prefix: decode_ids(model, ids, target_prefix=prefix,

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+import sacrebleu
 
 import tiny_translation
 from train_helpers import command, console_script, read_scalars, run
@@ -74,9 +75,15 @@ def test_logged_bleu_is_t2t_bleu_of_t2t_decoder(translation_run):
   last = records[-1]
   assert set(last) >= {"step", "wall_time", "loss", "bleu", "bleu_uncased",
                        "bleu_tokenized", "bleu_tokenized_uncased"}
-  cased, tokenized, _, _ = _decode_and_bleu(tmp, data_dir, output_dir,
-                                         output_dir / f"ckpt-{STEPS}", "last")
-  assert last["bleu"] > 0, "the check needs a model that is not all wrong"
+  cased, tokenized, translations, _ = _decode_and_bleu(
+      tmp, data_dir, output_dir, output_dir / f"ckpt-{STEPS}", "last")
+  # sacreBLEU itself on t2t-decoder's output, beside t2tlite's figures.
+  references = (tmp / "dev.last.de").read_text(encoding="utf-8").splitlines()
+  sacre = sacrebleu.corpus_bleu(translations.splitlines(), [references])
+  assert sacre.score > 0, (
+      "the comparisons need a model with some 4-grams right: "
+      f"{sacre.format()}")
+  assert last["bleu"] == pytest.approx(sacre.score, abs=1e-6)
   assert round(last["bleu"], 2) == cased
   assert round(last["bleu_tokenized"], 2) == tokenized
   assert f"dev bleu {last['bleu']:.2f} (decoded)" in output

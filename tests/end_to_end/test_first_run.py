@@ -123,10 +123,17 @@ def test_report_of_the_quick_start_reads_true(quick_start, browser,
             page.locator("#eval-results tr").all_inner_texts()]
     assert all(len(row) == 2 for row in rows), rows
     results = dict(rows)
-    assert rows[0][0] == "exact_match"
-    assert float(results["exact_match"]) >= 0
-    assert 0 <= float(results["accuracy"]) <= 1
-    assert results["best exact_match"].endswith(f"at step {made}")
+    # The values the run wrote (eval_results.json), at the page's 4
+    # significant digits.
+    written = json.loads((output_dir / "eval_results.json").read_text())
+    assert rows[0][0] == written["metric"] == "exact_match"
+    for name in ("exact_match", "accuracy", "loss"):
+      assert float(results[name]) == pytest.approx(written[name], rel=1e-3,
+                                                   abs=1e-9), name
+    best, at = results["best exact_match"].split(" at step ")
+    assert float(best) == pytest.approx(written["best_value"], rel=1e-3,
+                                        abs=1e-9)
+    assert int(at) == written["best_step"] == made
     assert "scores" not in results
     # The steps made beside the hparams' train_steps.
     hparams = page.inner_text("#hparams")
