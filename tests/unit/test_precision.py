@@ -186,19 +186,48 @@ def test_this_machine_is_described_from_cpuinfo(tmp_path, monkeypatch):
     assert device.cpu_flags == frozenset(flags.split())
   peak = bench_fingerprint.matmul_gflops("bfloat16", n=128, repeats=2)
   assert np.isfinite(peak) and peak > 0
-  # The bfloat16 speedup is measured exactly where the flags alone would
-  # have picked bfloat16, and kept for the next process.
-  kept = tmp_path / "bfloat16_speedup.json"
+
+
+def test_this_machines_bfloat16_speedup_is_measured_and_kept(tmp_path,
+                                                             monkeypatch):
+  """The bfloat16 speedup is measured exactly where the flags alone would
+  have picked bfloat16, and kept for the next process."""
+  monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
+  device = hardware.describe_device.__wrapped__()
   if device.gpus or not device.cpu_bf16_flags():
-    assert device.bfloat16_speedup is None and not kept.exists()
-  else:
-    assert 0 < device.bfloat16_speedup < 100
-    assert (precision.choose("auto", device).precision == "bfloat16") == (
-        device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP)
-    assert json.loads(kept.read_text()) == {bfloat16_check.machine_key(device): {
-        "speedup": device.bfloat16_speedup,
-        "date": datetime.date.today().isoformat()}}
-    assert device.measured.endswith(f"kept in {kept}")
+    lacks = "has a GPU" if device.gpus else "has no CPU bfloat16 flag"
+    pytest.skip(f"this machine {lacks}: no speedup to measure (the case "
+                "without one: test_no_speedup_is_measured_without_a_cpu_"
+                "bfloat16_flag_or_with_a_gpu)")
+  kept = tmp_path / "bfloat16_speedup.json"
+  assert 0 < device.bfloat16_speedup < 100
+  assert (precision.choose("auto", device).precision == "bfloat16") == (
+      device.bfloat16_speedup >= precision.MIN_BFLOAT16_SPEEDUP)
+  assert json.loads(kept.read_text()) == {bfloat16_check.machine_key(device): {
+      "speedup": device.bfloat16_speedup,
+      "date": datetime.date.today().isoformat()}}
+  assert device.measured.endswith(f"kept in {kept}")
+
+
+@pytest.mark.parametrize("flags,gpus", [
+    ("avx2 avx512f", ()),
+    ("avx2 avx512f avx512_bf16", (Gpu("Tesla V100-SXM2-16GB", (7, 0)),))])
+def test_no_speedup_is_measured_without_a_cpu_bfloat16_flag_or_with_a_gpu(
+    tmp_path, monkeypatch, flags, gpus):
+  monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
+  monkeypatch.setattr(hardware, "_cpuinfo", lambda: {
+      "model name": "AMD Ryzen 9 5950X", "flags": flags})
+  monkeypatch.setattr(hardware, "_gpus", lambda: gpus)
+  monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+
+  def measure():
+    raise AssertionError("measured the bfloat16 speedup")
+
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", measure)
+  device = hardware.describe_device.__wrapped__()
+  assert device.gpus == gpus
+  assert device.bfloat16_speedup is None
+  assert os.listdir(tmp_path) == []
 
 
 def _bf16_cpu_device(monkeypatch, tmp_path, speedups):
