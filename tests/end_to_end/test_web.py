@@ -2,7 +2,8 @@
 browser (chromium driven by playwright; tests/support/browser.py).
 
 One module-scoped run folder, export, server and browser serve every test
-(the ensemble's test starts a server of its own over the run folder).
+(the ensemble's test starts a server of its own over the run folder; the
+server is started again for the tests after the SIGTERM test).
 """
 import json
 import os
@@ -14,6 +15,7 @@ import urllib.request
 import pytest
 
 import browser as browser_lib
+from restartable import Restartable
 from run_folder import multi30k_lines
 import train_helpers
 
@@ -93,19 +95,18 @@ def trained(multi30k_data, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served(trained, sentence, tmp_path_factory):
-  """(base URL, t2t-decoder's output for `sentence`, the server's Popen,
-  the Vocabulary): transformer_tiny trained for 40 steps (TRAIN_STEPS) on
-  Multi30k EN-DE (`_train_run`), its run folder exported with DECODE fixed
-  in the graph, and t2t-serve over the export on a free port; t2t-decoder
-  runs on the same run folder meanwhile. The processes are killed at
-  teardown. Skips (conftest.py's multi30k_raw) without ../shared/data's
-  Multi30k."""
+def serving(trained, sentence, tmp_path_factory):
+  """(t2t-decoder's output for `sentence`, a Restartable of (URL, Popen)):
+  transformer_tiny trained for 40 steps (TRAIN_STEPS) on Multi30k EN-DE
+  (`_train_run`), its run folder exported with DECODE fixed in the graph,
+  and t2t-serve over the export on a free port, started again after a test
+  stopped it (tests/support/restartable.py); t2t-decoder runs on the same
+  run folder meanwhile. The processes are killed at teardown. Skips
+  (conftest.py's multi30k_raw) without ../shared/data's Multi30k."""
   from t2tlite.export import exporter
   tmp = tmp_path_factory.mktemp("serve")
-  folder, vocab = trained
+  folder, _ = trained
   (tmp / "input.txt").write_text(sentence + "\n", encoding="utf-8")
-  port, = train_helpers.free_ports(1)
   limit_flags = [f"--{name}={value}" for name, value in LIMITS.items()]
   with train_helpers.processes() as started:
     # In float32, as the export computes (t2t-decoder's auto may pick
@@ -117,16 +118,33 @@ def served(trained, sentence, tmp_path_factory):
          f"--decode_to_file={tmp / 'output.txt'}"], str(tmp / "decoder.log"))
     started.append(decoder)
     version = exporter.export_saved_model(folder, decode_hparams=DECODE)
-    server = train_helpers.start(
-        [train_helpers.console_script("t2t-serve"),
-         f"--model={os.path.dirname(version)}", f"--port={port}",
-         *limit_flags], str(tmp / "serve.log"))
-    started.append(server)
-    url = _wait_for_url(server, tmp / "serve.log", time.time() + START_SECS)
+
+    def start_server():
+      port, = train_helpers.free_ports(1)
+      log_path = tmp / f"serve{len(started)}.log"
+      server = train_helpers.start(
+          [train_helpers.console_script("t2t-serve"),
+           f"--model={os.path.dirname(version)}", f"--port={port}",
+           *limit_flags], str(log_path))
+      started.append(server)
+      url = _wait_for_url(server, log_path, time.time() + START_SECS)
+      return (url, server), server
+
+    servers = Restartable(start_server)
+    servers.get()  # while t2t-decoder runs
     assert decoder.wait(timeout=START_SECS) == 0, (
         tmp / "decoder.log").read_text()[-4000:]
     decoded = (tmp / "output.txt").read_text(encoding="utf-8").rstrip("\n")
-    yield url, decoded, server, vocab
+    yield decoded, servers
+
+
+@pytest.fixture
+def served(serving, trained):
+  """(base URL, t2t-decoder's output for `sentence`, the server's Popen,
+  the Vocabulary) of a running t2t-serve (`serving`)."""
+  decoded, servers = serving
+  url, server = servers.get()
+  return url, decoded, server, trained[1]
 
 
 @pytest.fixture(scope="module")
@@ -337,7 +355,8 @@ def test_api_attention_rows_are_distributions(served, sentence):
 
 
 def test_sigterm_stops_the_server(served):
-  """Last in the module: SIGTERM ends t2t-serve with status 0."""
+  """SIGTERM ends t2t-serve with status 0 (the next test is given a new
+  one)."""
   _, _, server, _ = served
   server.terminate()
   assert server.wait(timeout=30) == 0
