@@ -11,7 +11,6 @@ import os
 import pathlib
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -225,24 +224,22 @@ def test_single_process_sigterm_and_ctrl_c(tmp_path, data_dir):
       assert "Traceback" not in output, output[-5000:]
 
   # The run folder the signals left reads back: the decoder restores it and
-  # the exporter writes a SavedModel from it.
-  source = tmp_path / "source.txt"
-  source.write_text("3 4 5\n7 8\n")
-  decoded = tmp_path / "decoded.txt"
-  code, output = train_helpers.run(
-      [train_helpers.console_script("t2t-decoder"),
-       f"--output_dir={output_dir}", f"--decode_from_file={source}",
-       f"--decode_to_file={decoded}"], timeout=120)
-  assert code == 0, output[-3000:]
-  assert len(decoded.read_text().splitlines()) == 2
-  assert f"ckpt-{saved}" in output, output[-3000:]
-  export = subprocess.run(
-      [train_helpers.console_script("t2t-exporter"),
-       f"--output_dir={output_dir}"], capture_output=True, text=True,
-      timeout=180)
-  assert export.returncode == 0, export.stderr[-3000:]
-  version = export.stdout.strip()
-  assert version == str(output_dir / "export" / "1"), export.stdout
+  # the exporter writes a SavedModel from it (in this process: the commands'
+  # own flags and messages are tested in test_decoder.py and test_export.py).
+  from t2tlite import run_dir
+  from t2tlite.data.vocab import Vocabulary
+  from t2tlite.decode.decoding import Decoder
+  from t2tlite.decode.machine import settle
+  from t2tlite.decode.settings import DecodeHParams
+  from t2tlite.export import exporter
+  model, info, path = run_dir.load_trained_model(str(output_dir))
+  assert path.endswith(f"ckpt-{saved}"), path
+  decoded, _ = Decoder(model, Vocabulary.from_file(info.vocab_file),
+                       settle(DecodeHParams())).decode_lines(
+                           ["3 4 5", "7 8"], progress=False)
+  assert len(decoded) == 2, decoded
+  version = exporter.export_saved_model(str(output_dir))
+  assert version == str(output_dir / "export" / "1"), version
   assert os.path.isfile(os.path.join(version, "saved_model.pb"))
 
 
