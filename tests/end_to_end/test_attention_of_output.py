@@ -21,7 +21,8 @@ from t2tlite.serve import app as app_lib
 from t2tlite.serve import validation
 from t2tlite.serve.model_source import ModelSource, RequestError
 
-from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from run_folder import multi30k_lines, needs_multi30k
+from shared_run import shared_run_folder
 from user_env import clean_env
 
 pytestmark = needs_multi30k
@@ -34,12 +35,8 @@ STRATEGIES = ["sampling_temperature=3.0,sampling_seed=7",
 def folders(tmp_path_factory):
   """Two run folders of one vocabulary: an untrained transformer_tiny each
   (seeds 3 and 4), whose flat distributions make samples differ from
-  searched outputs."""
-  root = tmp_path_factory.mktemp("runs")
-  paths = [str(root / "a"), str(root / "b")]
-  make_run_folder(paths[0], seed=3)
-  make_run_folder(paths[1], seed=4)
-  return paths
+  searched outputs; the session's shared runs (read only)."""
+  return [shared_run_folder(tmp_path_factory, seed=seed) for seed in (3, 4)]
 
 
 @pytest.fixture(scope="module")
@@ -229,12 +226,11 @@ def test_t2t_serve_names_a_missing_ensemble_checkpoint(folders):
   assert "ckpt-999999: no checkpoint there" in errors[0]
 
 
-def test_an_ensemble_checkpoint_of_another_problem_is_refused(folders,
-                                                             tmp_path):
+def test_an_ensemble_checkpoint_of_another_problem_is_refused(
+    folders, tmp_path_factory):
   """A member named by its checkpoint is its own run's: its problem (and
   vocabulary) are checked against the first member's."""
-  other = str(tmp_path / "enfr")
-  make_run_folder(other, problem="translate_enfr_wmt")
+  other = shared_run_folder(tmp_path_factory, problem="translate_enfr_wmt")
   checkpoint = run_dir.latest_checkpoint(other)
   with pytest.raises(ValueError, match=(
       f"model: {checkpoint} was trained on problem translate_enfr_wmt")):

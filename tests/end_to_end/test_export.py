@@ -16,7 +16,9 @@ from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter, serving_module
 
 import host
-from run_folder import MULTI30K_RAW, TINY, multi30k_lines, trained_run
+from outputs_differ import assert_outputs_differ
+from run_folder import MULTI30K_RAW, TINY, multi30k_lines
+from shared_run import shared_trained_run
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "support")
@@ -28,10 +30,11 @@ TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp",
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-  """(run folder, model, vocab, version folder of its first export)."""
+  """(run folder, model, vocab, version folder of its first export): a copy
+  of the session's shared run, since exports are written into it."""
   if not os.path.isdir(MULTI30K_RAW):
     pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
-  folder, model, vocab = trained_run(str(tmp_path_factory.mktemp("run")))
+  folder, model, vocab = shared_trained_run(tmp_path_factory, writable=True)
   path = exporter.export_saved_model(folder, decode_hparams=DECODE)
   return folder, model, vocab, path
 
@@ -172,6 +175,8 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
   assert "target prefix longer than its output may hold" in (
       result["too_long_prefix"])
 
+  assert_outputs_differ(expected)
+  assert_outputs_differ(prefixed, "prefixed outputs")
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
   # What server-side batching relies on: the batch of N lines answers as N
@@ -212,6 +217,7 @@ def test_bfloat16_variant_exports_and_runs(exported, tmp_path):
   result, (expected, expected_scores) = decoded_by_fresh_client(
       path, model, vocab, tmp_path)
   # The same bfloat16 computation as the in-process decoder of that policy.
+  assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-2)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
@@ -233,6 +239,7 @@ def test_int8_variant_exports_and_runs(exported, tmp_path):
   result, (expected, expected_scores) = decoded_by_fresh_client(
       path, model, vocab, tmp_path, decode)
   # The same int8 search as the in-process decoder with int8=true.
+  assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
   # What server-side batching relies on: the batch of N lines answers as N
@@ -276,6 +283,7 @@ def test_saved_model_cli_lists_and_runs_signatures(exported):
   assert run.returncode == 0, run.stderr[-3000:]
   decoder = Decoder(model, vocab, settle(DecodeHParams.parse(DECODE)))
   expected, _ = decoder.decode_lines(lines, progress=False)
+  assert_outputs_differ(expected)
   printed = run.stdout.split("Result for output key outputs:")[1]
   printed = printed.split("Result for output key scores:")[0]
   assert printed.strip() == str(np.array([e.encode() for e in expected],
@@ -418,6 +426,7 @@ def test_sampling_hparams_are_fixed_in_the_export(sampling_export):
   decoder = Decoder(model, vocab, settle(DecodeHParams.parse(SAMPLING)))
   expected, scores = decoder.decode_lines(lines, progress=False)
   got = [[t.decode() for t in row] for row in result["outputs"].numpy()]
+  assert_outputs_differ(expected, "sampled outputs")
   assert got == expected
   np.testing.assert_allclose(result["scores"], scores, rtol=1e-4, atol=1e-4)
 
@@ -432,6 +441,7 @@ def test_score_signature_scores_as_the_scorer(sampling_export):
   result = score(inputs=tf.constant(sources + ["A dog."]),
                  targets=tf.constant(targets))
   expected = Scorer(model, vocab).score_lines(sources + ["A dog."], targets)
+  assert_outputs_differ([[s.normalized] for s in expected], "scores")
   np.testing.assert_allclose(result["scores"], [s.total for s in expected],
                              rtol=1e-4)
   np.testing.assert_allclose(result["normalized_scores"],

@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from outputs_differ import assert_outputs_differ
+from run_folder import multi30k_lines, needs_multi30k
+from shared_run import shared_run_folder
 from train_helpers import user_env
 
 pytestmark = needs_multi30k
@@ -24,9 +26,8 @@ def onednn_off_env():
 
 @pytest.fixture(scope="module")
 def run_folder(tmp_path_factory):
-  folder = str(tmp_path_factory.mktemp("run"))
-  make_run_folder(folder)
-  return folder
+  """The session's shared run (read only: exports go to tmp_path)."""
+  return shared_run_folder(tmp_path_factory)
 
 
 # Two t2t-decoder processes (about 40 s on 2 cores): the user's command
@@ -55,6 +56,7 @@ def test_t2t_decoder_int8_without_onednn_decodes_as_float32(run_folder,
     written[int8] = target.read_text(encoding="utf-8")
   assert written["true"] == written["false"]
   assert written["true"].count("\n") == 4
+  assert_outputs_differ(written["true"].splitlines())
 
 
 # An export and a fresh serving process (over a minute on 2 cores): the
@@ -95,6 +97,7 @@ def test_int8_export_served_without_onednn_translates_as_float32(
   result = json.loads(result_path.read_text())
   expected, scores = Decoder(model, vocab, settle(DecodeHParams.parse(
       decode))).decode_lines(lines, progress=False)
+  assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(scores, abs=1e-3)
   assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == (

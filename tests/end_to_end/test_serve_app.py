@@ -14,7 +14,8 @@ from t2tlite.serve import validation
 from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.model_source import ModelSource
 
-from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from run_folder import multi30k_lines, needs_multi30k
+from shared_run import shared_run_folder
 
 pytestmark = needs_multi30k
 
@@ -23,9 +24,8 @@ SAMPLING = "sampling_temperature=1.0,sampling_seed=5,extra_length=4"
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-  folder = str(tmp_path_factory.mktemp("run"))
-  make_run_folder(folder, seed=3)
-  return ModelSource.open(folder)
+  """The session's shared run (read only), as t2t-serve opens it."""
+  return ModelSource.open(shared_run_folder(tmp_path_factory))
 
 
 @pytest.fixture(scope="module")
