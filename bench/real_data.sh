@@ -161,15 +161,19 @@ wsj() {
 }
 
 # Warm starts on Multi30k (docs/fine_tuning.md), every run on one core,
-# two at a time side by side, so that each pair compared shares the machine:
-#   1. parents, 30 minutes each: EN->FR and EN->DE on all of train, both on
-#      one vocabulary trained over the English, German and French sides;
+# two at a time side by side, so that each pair compared shares the machine.
+# The model is the suite's short recipe (transformer_tiny widened to d_model
+# 128, 2,048 tokens a step: docs/results.md, "The short version in the test
+# suite"), so that a run of minutes on one core learns:
+#   1. parents, 15 minutes each: EN->FR and EN->DE on all of train, both on
+#      one vocabulary trained over the English, German and French sides
+#      (200 warm-up steps, a 400-step cool-down);
 #   2. transfer, 10 minutes each: EN->DE on the first 3,000 pairs from scratch
 #      against warm-started from the EN->FR parent (same vocabulary, same
-#      hparams: 200 warm-up steps at the full eq. (3) rate);
+#      hparams: 100 warm-up steps, a 200-step cool-down);
 #   3. domain continuation, 5 minutes: the EN->DE parent fine-tuned on the
 #      first 5,000 pairs (standing in for new in-domain data) at a tenth of
-#      the rate after 100 warm-up steps.
+#      its rate after 50 warm-up steps, a 100-step cool-down.
 # Every run keeps its dev-chosen checkpoint (OUTPUT_DIR/best: BLEU on the
 # first 500 val lines); test2016 is decoded once for each, beam 4, alpha 0.6.
 reuse() {
@@ -198,13 +202,16 @@ PY
     done
   }
   slice 3000; slice 5000
+  local model=d_model=128,d_ff=512,d_k=32,d_v=32,batch_size=2048,max_length=64
+  local parent_flags="--hparams=$model,learning_rate_scale=0.35,warmup_steps=200,learning_rate_cooldown_steps=400 --local_eval_frequency=300"
+  local child_flags="--hparams=$model,learning_rate_scale=0.35,warmup_steps=100,learning_rate_cooldown_steps=200 --local_eval_frequency=150"
   # train NAME CORE LANG RAW_DIR MINUTES [t2t-trainer flags...]
   train() {
     local name=$1 core=$2 lang=$3 raw=$4 minutes=$5; shift 5
     [ -f "$work/$name/best/checkpoint" ] && return 0  # done in an earlier call
     /usr/bin/time -v taskset -c "$core" t2t-trainer \
         --problem="translate_en${lang}_multi30k" \
-        --hparams_set=transformer_multi30k --data_dir="$work/${name}_data" \
+        --hparams_set=transformer_tiny --data_dir="$work/${name}_data" \
         --raw_data_dir="$raw" --generate_data --output_dir="$work/$name" \
         --mixed_precision=auto --train_minutes="$minutes" \
         --eval_decode_samples=500 --save_checkpoints_secs=240 \
@@ -221,14 +228,15 @@ PY
     set +m
   }
   side_by_side \
-      "train enfr_parent 0 fr '$corpus/raw' 30 --vocab_from='$vocab' --local_eval_frequency=500" \
-      "train ende_parent 1 de '$corpus/raw' 30 --vocab_from='$vocab' --local_eval_frequency=500"
+      "train enfr_parent 0 fr '$corpus/raw' 15 --vocab_from='$vocab' $parent_flags" \
+      "train ende_parent 1 de '$corpus/raw' 15 --vocab_from='$vocab' $parent_flags"
   side_by_side \
-      "train ende3k_scratch 0 de '$work/raw_first3000' 10 --vocab_from='$vocab' --hparams=warmup_steps=200 --local_eval_frequency=200" \
-      "train ende3k_from_fr 1 de '$work/raw_first3000' 10 --warm_start_from='$work/enfr_parent/best' --hparams=warmup_steps=200 --local_eval_frequency=200"
+      "train ende3k_scratch 0 de '$work/raw_first3000' 10 --vocab_from='$vocab' $child_flags" \
+      "train ende3k_from_fr 1 de '$work/raw_first3000' 10 --warm_start_from='$work/enfr_parent/best' $child_flags"
   train ende_continued 0 de "$work/raw_first5000" 5 \
       --warm_start_from="$work/ende_parent/best" \
-      --hparams=warmup_steps=100,learning_rate_scale=0.1 --local_eval_frequency=100
+      --hparams="$model,learning_rate_scale=0.035,warmup_steps=50,learning_rate_cooldown_steps=100" \
+      --local_eval_frequency=60
   # test2016, once for each run's dev-chosen checkpoint.
   for lang in de fr; do
     zcat "$corpus/raw/test_2016_flickr.en.gz" > "$work/test_2016_flickr.en"
