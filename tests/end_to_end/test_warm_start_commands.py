@@ -39,10 +39,15 @@ def parent(tmp_path_factory):
   run = str(root / "parent")
   _trainer(str(root / "data"), run, "--generate_data", "--train_steps=400",
            "--local_eval_frequency=0")
-  with open(os.path.join(run, "metrics.jsonl")) as f:
-    last = [json.loads(line) for line in f][-1]
+  last = _last_metrics(run)
   assert last["step"] == 400 and last["exact_match"] > 0
   return run, last
+
+
+def _last_metrics(run):
+  """The last record of a run's metrics.jsonl."""
+  with open(os.path.join(run, "metrics.jsonl")) as f:
+    return [json.loads(line) for line in f][-1]
 
 
 def _printed(output, what):
@@ -64,8 +69,10 @@ def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
   assert f"copied from {os.path.join(run, 'vocab.model')}" in output
   assert f"Warm start from {run}/ckpt-400 (step 400)" in output
   assert _printed(output, "loss") == pytest.approx(last["loss"], abs=5e-5)
-  assert _printed(output, "exact_match") == pytest.approx(
-      last["exact_match"], abs=0.005)
+  first = _last_metrics(child)
+  assert first["step"] == 0
+  assert first["loss"] == pytest.approx(last["loss"], rel=1e-5)
+  assert first["exact_match"] == last["exact_match"]
   with open(os.path.join(child, "run.json")) as f:
     lineage = json.load(f)["parent"]
   assert lineage == {"path": run, "checkpoint": f"{run}/ckpt-400",
@@ -118,10 +125,9 @@ def test_a_mapped_vocabulary_decodes_as_the_parent(parent, tmp_path):
   data, child = str(tmp_path / "data"), str(tmp_path / "child")
   problem_lib.get_problem(PROBLEM).generate_data(data, vocab_from=vocab)
   # The dev metric saves the warm-started weights as ckpt-0 to decode them.
-  output = _trainer(data, child, f"--warm_start_from={run}",
+  _trainer(data, child, f"--warm_start_from={run}",
                     "--warm_start_map_vocab", "--schedule=evaluate")
-  assert _printed(output, "exact_match") == pytest.approx(last["exact_match"],
-                                                          abs=0.005)
+  assert _last_metrics(child)["exact_match"] == last["exact_match"]
   lines = tmp_path / "lines.txt"
   lines.write_text("1 2 3 4 5\n9 8 7\n4 4 6 1 2 3 8\n3 1\n")
   decoded = []
