@@ -54,7 +54,10 @@ def _run():
     # The model's own output, from the search t2t-decoder runs (an
     # ensemble's: one set of maps per member).
     decoder = decoder or run.decoder(settled)
-    maps.extend(attention_plots.decoded_attention_maps(decoder, source))
+    each = attention_plots.decoded_attention_maps(decoder, source)
+    if run.ensemble:
+      each = [dict(m, member=i + 1) for i, m in enumerate(each)]
+    maps.extend(each)
   print(attention_plots.write_plots(maps, FLAGS.plot_dir))
 
 

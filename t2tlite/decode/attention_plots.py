@@ -112,7 +112,8 @@ def write_plots(all_maps, plot_dir):
   """PNGs of every layer and head of each sentence, and plot_dir/index.html.
 
   Args:
-    all_maps: list of `attention_maps` results.
+    all_maps: list of `attention_maps` results (each may carry "member":
+      which model of an ensemble its weights are, 1-based, shown).
     plot_dir: output folder (created).
   Returns:
     the path of index.html.
@@ -122,7 +123,9 @@ def write_plots(all_maps, plot_dir):
           "<title>Attention</title><style>img{width:260px} td{vertical-align:"
           "top}</style></head><body><h1>Attention weights</h1>"]
   for n, maps in enumerate(all_maps):
-    page.append(f"<h2>Sentence {n + 1}</h2><p>source: "
+    member = (f", ensemble member {maps['member']}" if maps.get("member")
+              else "")
+    page.append(f"<h2>Sentence {n + 1}{member}</h2><p>source: "
                 f"{html.escape(maps['source'])}<br>target: "
                 f"{html.escape(maps['target'])}</p>")
     for kind, title, row_name, column_name in KINDS:
