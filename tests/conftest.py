@@ -71,7 +71,8 @@ def pytest_terminal_summary(terminalreporter, config):
 
 # T2TLITE_REQUIRE_ALL=1 (.ci/run): a skip, wherever it is raised (a skipif
 # mark, pytest.skip in a fixture or test, an importorskip), fails the test
-# with its reason as the one line (tests/support/require_all.py).
+# with its reason as the one line (tests/support/require_all.py); only a
+# skip for what the machine is (require_all.machine_skip) stays a skip.
 pytest_runtest_setup = require_all.skip_fails()
 pytest_runtest_call = require_all.skip_fails()
 pytest_make_collect_report = require_all.collect_skip_fails()

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from user_env import clean_env
+import require_all
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "support" / "plugins"
@@ -157,8 +158,8 @@ def test_precision_check_keeps_its_measurement(tmp_path):
   kept = tmp_path / "bfloat16_speedup.json"
   if speedup is None:
     assert not kept.exists()
-    pytest.skip("no bfloat16 speedup measured on this machine (a GPU, or no "
-                "CPU bfloat16 flag): nothing kept to read again")
+    require_all.machine_skip("no bfloat16 speedup measured (a GPU, or no CPU "
+                             "bfloat16 flag): nothing kept to read again")
   [entry] = json.loads(kept.read_text()).values()
   assert float(speedup.group(1)) == entry["speedup"]
   assert f"kept in {kept}" in first

@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+import require_all
+
 
 def cores():
   """CPU cores this process may run on."""
@@ -30,4 +32,4 @@ def skip_unless_cpu_only(what):
   """Skips the calling test where a GPU is visible: `what` is a figure
   recorded on CPUs."""
   if gpu_visible():
-    pytest.skip(f"{what} is a CPU figure; this machine has a GPU")
+    require_all.machine_skip(f"{what} is a CPU figure, and it has a GPU")

@@ -6,6 +6,8 @@ import pytest
 from t2tlite import onednn
 from t2tlite.layers import int8
 
+import require_all
+
 
 def unavailable_reason():
   """None where the int8 kernel computes in this process, else why."""
@@ -15,5 +17,6 @@ def unavailable_reason():
           + onednn.describe(onednn.enabled()))
 
 
-needs_int8 = pytest.mark.skipif(unavailable_reason() is not None,
-                                reason=str(unavailable_reason()))
+needs_int8 = pytest.mark.skipif(
+    unavailable_reason() is not None,
+    reason=require_all.MACHINE + str(unavailable_reason()))

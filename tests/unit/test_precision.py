@@ -18,6 +18,8 @@ from t2tlite import hardware
 from t2tlite import precision
 from t2tlite.hardware import Device, Gpu
 
+import require_all
+
 import train_helpers
 
 _BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -196,9 +198,10 @@ def test_this_machines_bfloat16_speedup_is_measured_and_kept(tmp_path,
   device = hardware.describe_device.__wrapped__()
   if device.gpus or not device.cpu_bf16_flags():
     lacks = "has a GPU" if device.gpus else "has no CPU bfloat16 flag"
-    pytest.skip(f"this machine {lacks}: no speedup to measure (the case "
-                "without one: test_no_speedup_is_measured_without_a_cpu_"
-                "bfloat16_flag_or_with_a_gpu)")
+    require_all.machine_skip(
+        f"it {lacks}: no speedup to measure (the case without one: "
+        "test_no_speedup_is_measured_without_a_cpu_bfloat16_flag_or_with_a_"
+        "gpu)")
   kept = tmp_path / "bfloat16_speedup.json"
   assert 0 < device.bfloat16_speedup < 100
   assert (precision.choose("auto", device).precision == "bfloat16") == (
