@@ -5,6 +5,7 @@ runs the README's test command."""
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -333,10 +334,13 @@ def test_decoder_warns_once_on_inputs_longer_than_training(plugin_run,
   assert not noise(run.stderr), run.stderr[:3000]
 
   # A run folder written before run.json recorded the length: no warning.
-  saved = json.loads((output_dir / "run.json").read_text())
+  # (A copy: the module's other tests read the run's own run.json.)
+  old_run = tmp_path / "old_run"
+  shutil.copytree(output_dir, old_run)
+  saved = json.loads((old_run / "run.json").read_text())
   del saved["longest_train_example"]
-  (output_dir / "run.json").write_text(json.dumps(saved))
-  run = command("t2t-decoder", f"--output_dir={output_dir}",
+  (old_run / "run.json").write_text(json.dumps(saved))
+  run = command("t2t-decoder", f"--output_dir={old_run}",
                 f"--decode_from_file={source}", "--decode_hparams=beam_size=1")
   assert run.returncode == 0, run.stderr[-3000:]
   assert "warning" not in run.stderr

@@ -2,6 +2,7 @@
 killed copy leaves it): t2t-trainer resumes from the newest intact one and
 says which it skipped; t2t-decoder, t2t-exporter and t2t-avg-checkpoints
 name the damaged file in one line."""
+import shutil
 import subprocess
 
 import pytest
@@ -63,8 +64,14 @@ def test_commands_name_the_damaged_file_in_one_line(damaged_run):
 
 
 @pytest.mark.timeout(400)
-def test_trainer_resumes_from_the_newest_intact_checkpoint(damaged_run):
-  _, output_dir, data_file = damaged_run
+def test_trainer_resumes_from_the_newest_intact_checkpoint(damaged_run,
+                                                           tmp_path):
+  # On a copy: the resumed run writes checkpoints, and the module's other
+  # test needs the damaged one newest.
+  _, damaged_dir, damaged_file = damaged_run
+  output_dir = tmp_path / "train"
+  shutil.copytree(damaged_dir, output_dir)
+  data_file = output_dir / damaged_file.name
   code, output = run(
       [console_script("t2t-trainer"), f"--output_dir={output_dir}",
        f"--train_steps={STEPS + 2}", "--schedule=train"], timeout=300)

@@ -79,7 +79,8 @@ def test_clean_ids_stops_at_eos_and_maps_unknown_ids_to_unk():
 def test_layout_metadata_and_ops(exported):
   folder, _, vocab, path = exported
   assert path == os.path.join(folder, "export", "1")
-  assert exporter.versions(os.path.dirname(path)) == [1]
+  # The first version is 1 (a later test of this module adds the next).
+  assert exporter.versions(os.path.dirname(path))[0] == 1
   assert not [n for n in os.listdir(os.path.dirname(path))
               if n.startswith("temp-")]
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:

@@ -111,7 +111,8 @@ def test_what_does_not_fit_fails_in_one_line_and_writes_nothing(parent,
          "--hparams_set=transformer_tiny", f"--hparams={HPARAMS}",
          f"--data_dir={data}", f"--output_dir={output_dir}",
          f"--warm_start_from={run}", "--train_steps=1", *extra], timeout=300)
-    errors = [line for line in output.splitlines() if "error:" in line]
+    errors = [line for line in output.splitlines()
+              if line.startswith("t2t-trainer: error:")]
     assert code == 1 and len(errors) == 1, output
     assert expected in errors[0], (name, output)
     assert not os.path.exists(output_dir), (name, os.listdir(output_dir))
