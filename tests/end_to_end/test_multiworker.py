@@ -36,17 +36,11 @@ print("chief" if strategy_lib.is_chief(strategy) else "worker",
 @pytest.mark.timeout(240)
 def test_two_workers_end_with_identical_variables(tmp_path):
   output_dir = tmp_path / "run"
-  ports = train_helpers.free_ports(2)
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
   with train_helpers.processes() as started:
-    for index in range(2):
-      tf_config = json.dumps({"cluster": cluster,
-                              "task": {"type": "worker", "index": index}})
-      script = SCRIPT.format(output_dir=str(output_dir),
-                             weights=str(tmp_path / f"weights{index}.npz"))
-      started.append(train_helpers.start(
-          [sys.executable, "-c", train_helpers.python_script(script)],
-          tmp_path / f"worker{index}.txt", env={"TF_CONFIG": tf_config}))
+    worker_cluster.start_two_workers(
+        started, tmp_path, lambda index: SCRIPT.format(
+            output_dir=str(output_dir),
+            weights=str(tmp_path / f"weights{index}.npz")))
     for index, proc in enumerate(started):
       proc.wait(timeout=220)
       output = (tmp_path / f"worker{index}.txt").read_text()

@@ -6,7 +6,6 @@ what does not fit fails in one line and writes nothing; a vocabulary of
 other ids, mapped by piece, decodes as the parent does."""
 import json
 import os
-import sys
 
 import pytest
 
@@ -15,6 +14,7 @@ from t2tlite.export import exporter
 from t2tlite.report import collect, render
 import permuted_vocab
 import train_helpers
+import worker_cluster
 
 PROBLEM = "algorithmic_reverse"
 HPARAMS = f"{train_helpers.TINY_HPARAMS},batch_size=128,max_length=16"
@@ -175,18 +175,11 @@ def test_two_workers_warm_start_the_same_weights(tmp_path):
                                      train_helpers.SYNTHETIC_VOCAB)
   parent_dir = tmp_path / "parent"
   run_dir.make_checkpoint(parent_model).save(str(parent_dir / "ckpt"))
-  ports = train_helpers.free_ports(2)
-  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
   with train_helpers.processes() as started:
-    for index in range(2):
-      tf_config = json.dumps({"cluster": cluster,
-                              "task": {"type": "worker", "index": index}})
-      script = WORKER_SCRIPT.format(
-          parent=str(parent_dir), output_dir=str(tmp_path / "run"),
-          weights=str(tmp_path / f"weights{index}.npz"))
-      started.append(train_helpers.start(
-          [sys.executable, "-c", train_helpers.python_script(script)],
-          tmp_path / f"worker{index}.txt", env={"TF_CONFIG": tf_config}))
+    worker_cluster.start_two_workers(
+        started, tmp_path, lambda index: WORKER_SCRIPT.format(
+            parent=str(parent_dir), output_dir=str(tmp_path / "run"),
+            weights=str(tmp_path / f"weights{index}.npz")))
     for index, proc in enumerate(started):
       proc.wait(timeout=280)
       output = (tmp_path / f"worker{index}.txt").read_text()

@@ -3,6 +3,7 @@ the fault tests (tests/end_to_end/test_faults.py); and `wait_until`, the
 polling with a deadline that every test waiting on a process uses."""
 import json
 import re
+import sys
 import time
 
 from t2tlite.train import peer_watch
@@ -25,6 +26,21 @@ def trainer_command(data_dir, output_dir, *extra):
           f"--output_dir={output_dir}", "--generate_data", "--schedule=train",
           "--random_seed=3", "--log_step_count_steps=1",
           f"--worker_timeout_secs={WORKER_TIMEOUT_SECS}", *extra]
+
+
+def start_two_workers(started, tmp_path, script_for):
+  """Starts two Python workers of one cluster on 127.0.0.1 (TF_CONFIG for
+  MultiWorkerMirroredStrategy), appending them to `started`
+  (`train_helpers.processes()`): worker i runs `script_for(i)`, its output
+  in tmp_path/worker{i}.txt."""
+  ports = train_helpers.free_ports(2)
+  cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+  for index in range(2):
+    tf_config = json.dumps({"cluster": cluster,
+                            "task": {"type": "worker", "index": index}})
+    started.append(train_helpers.start(
+        [sys.executable, "-c", train_helpers.python_script(script_for(index))],
+        tmp_path / f"worker{index}.txt", env={"TF_CONFIG": tf_config}))
 
 
 def progress_steps(log_path):
