@@ -40,6 +40,7 @@ train_config = lazy.module("t2tlite.train.config")
 run_hparams = lazy.module("t2tlite.train.run_hparams")
 trainer_lib = lazy.module("t2tlite.train.trainer")
 warm_start_lib = lazy.module("t2tlite.train.warm_start")
+vocab_source = lazy.module("t2tlite.data.vocab_source")
 
 # The peer watch's bounds past --worker_timeout_secs, for its help.
 _WATCH_LAG_SECS = peer_watch.bound_secs(0)
@@ -360,7 +361,6 @@ def _prepare_warm_start(parent, problem, data_dir, hp, model, vocab_size,
                         target_vocab_size, word_pointer):
   """Reads and checks the parent's weights against a model built as this
   run's, before the run writes anything (`warm_start.prepare`)."""
-  from t2tlite.data import vocab_source
   run_vocab = vocab_source.VocabSource(
       inputs=problem.vocab_file(data_dir),
       targets=(None if target_vocab_size is None else

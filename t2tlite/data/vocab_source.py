@@ -70,6 +70,11 @@ def resolve(path, flag="vocab_from"):
         f"{flag}={path}: no vocabulary there (expected a sentencepiece "
         f".model file, or a t2tlite run folder with {RUN_VOCAB_FILE}, or a "
         "checkpoint inside one)")
+  return of_run_folder(run)
+
+
+def of_run_folder(run):
+  """The `VocabSource` of a run folder (`find_run_folder`'s answer)."""
   targets = os.path.join(run, RUN_TARGET_VOCAB_FILE)
   return VocabSource(inputs=os.path.join(run, RUN_VOCAB_FILE),
                      targets=targets if os.path.isfile(targets) else None,

@@ -115,7 +115,7 @@ def parent_of(path, variables=None, map_vocab=False):
   match = _STEP.search(checkpoint)
   return Parent(checkpoint=checkpoint,
                 step=int(match.group(1)) if match else None,
-                vocab=vocab_source.resolve(run) if run else None,
+                vocab=vocab_source.of_run_folder(run) if run else None,
                 variables=variables or None, map_vocab=map_vocab)
 
 
