@@ -24,22 +24,24 @@ from the rate since it was made (`replanned_train_steps`): the learning
 rate before the cool-down does not depend on the run's length, so a plan
 made during a load spike, or on a rate that drifts later, is corrected
 while that is still free. Each change is recorded in run.json; the log
-shows those that move the plan it last showed by more than REPLAN_LOG_SHARE
-(`ReplanLog`), and the plan the run ended on.
+shows those that move the plan it last showed by more than REPLAN_LOG_SHARE,
+and any other before a progress line shows its total (`ReplanLog`), and the
+plan the run ended on.
 
 `plan_train_steps` and `replanned_train_steps` are pure functions of their
 numbers; `StepRateMeter` takes its clock as an argument, so all are tested
-against a fake clock. `Planner` makes and re-makes a run's plan with them,
-and is given what it needs of the trainer (the chief's values, an
-evaluation, how to apply and record a plan) rather than importing it: this
-module stays free of TensorFlow (t2t-trainer imports it before parsing its
-flags).
+against a fake clock. `Planner` makes and re-makes a run's plan with them
+from the measurements it is given, and returns each plan for the trainer
+to apply: this module stays free of TensorFlow (t2t-trainer imports it
+before parsing its flags).
 """
 import dataclasses
 import math
 import time
 
 from absl import logging
+
+from t2tlite.train import progress
 
 # Steps timed before planning, and at least this share of the budget (the
 # rate of the first few steps is noisy), at most MAX_MEASURE_SECONDS.
@@ -55,8 +57,9 @@ RESERVE_SECONDS = 5.0
 # this share of its steps (a change retraces the training step), and only
 # after this many steps at the new rate.
 REPLAN_MIN_CHANGE = 0.02
-# A re-plan is logged when it moves the run's end by more than this share
-# of the plan last logged; the final line gives the plan the run ended on.
+# A re-plan is logged at once when it moves the run's end by more than this
+# share of the plan last logged (any other before the next progress line);
+# the final line gives the plan the run ended on.
 REPLAN_LOG_SHARE = 0.10
 
 
@@ -87,8 +90,9 @@ class Plan:
 
 
 class ReplanLog:
-  """Which re-plans a person reads: those that move the plan last logged
-  by more than REPLAN_LOG_SHARE of its steps; `summary` counts them all.
+  """Which re-plans a person reads: one that moves the plan last shown by
+  more than REPLAN_LOG_SHARE of its steps at once, any other before a
+  progress line shows its total (`show`); `summary` counts them all.
 
   Args:
     train_steps: the plan first made (logged).
@@ -96,15 +100,23 @@ class ReplanLog:
 
   def __init__(self, train_steps):
     self.planned = self.logged = train_steps
+    self.previous = None  # the total shown before `logged`
     self.replans = 0
 
   def replanned(self, train_steps):
-    """Counts a re-plan to `train_steps`; whether to log it."""
+    """Counts a re-plan to `train_steps`; whether to log it now."""
     self.replans += 1
     if abs(train_steps - self.logged) > REPLAN_LOG_SHARE * self.logged:
-      self.logged = train_steps
-      return True
+      return self.show(train_steps)
     return False
+
+  def show(self, train_steps):
+    """Whether a progress line showing `train_steps` needs a re-plan line
+    first (a total other than the one last shown); it counts as shown."""
+    if train_steps == self.logged:
+      return False
+    self.previous, self.logged = self.logged, train_steps
+    return True
 
   def summary(self, train_steps):
     """"final plan 816 steps (planned 857, re-planned 4 times)"."""
@@ -155,9 +167,10 @@ def plan_train_steps(budget_seconds, elapsed_seconds, steps_done,
                (needed - steps_done) * per_step) / (1 - RESERVE_SHARE)
     raise BudgetError(
         f"--train_minutes={budget_seconds / 60:g} is too short for the "
-        f"schedule: at the measured {1 / step_seconds:.2f} steps/s "
-        f"({eval_seconds:.0f}s an evaluation) it holds {total} steps, fewer "
-        f"than {schedule}; give at "
+        f"schedule: at the measured {1 / step_seconds:.2f} steps/s"
+        + (f" ({progress.format_seconds(eval_seconds)} an evaluation)"
+           if eval_every > 0 else "") +
+        f" it holds {total} steps, fewer than {schedule}; give at "
         f"least --train_minutes={math.ceil(seconds / 60)}, or lower "
         "warmup_steps and learning_rate_cooldown_steps.")
   return min(total, max_steps) if max_steps > 0 else total
@@ -293,90 +306,84 @@ class StepRateMeter:
 
 
 class Planner:
-  """Plans a --train_minutes run's length once its first steps are timed
-  (`make_plan`), then re-plans it until its cool-down (`may_replan`,
-  `replan`), with the functions above. Every worker plans from the chief's
-  clock, so all reach the same plan.
+  """A --train_minutes run's plan, made from measurements and returned as a
+  `Plan` for the trainer to apply (the run's length, the schedule's
+  cool-down, run.json): `check` and `first_plan` once the first steps (and
+  an evaluation) are timed, then `replan` at logged steps until the
+  cool-down starts (`may_replan`). The caller passes the chief's
+  measurements (`strategy.chief_values`), so every worker makes the same
+  plans.
 
   Args:
-    config: the run's TrainConfig: its train_minutes, max_planned_steps,
-      schedule and local_eval_frequency, and the plan a resumed run
-      continues (None: none yet).
+    train_minutes: the budget.
     warmup_steps, cooldown_steps: the schedule's (the hparams
       warmup_steps and learning_rate_cooldown_steps).
-    chief_values: `[float] -> [float]`: the chief's values, on every
-      worker (`strategy.chief_values`).
-    evaluate: `() -> metrics`: the evaluation a plan times.
-    apply: called with each new Plan, to fix the run's length and
-      cool-down to it.
-    record: None, or called with each new Plan's JSON (the chief records
-      it in run.json).
+    eval_every: evaluations every this many steps (and one at the end);
+      0: none.
+    max_steps: the ceiling on the plan (--train_steps); 0: none.
+    plan: the plan a resumed run continues; None: none yet.
   """
 
-  def __init__(self, config, warmup_steps, cooldown_steps, chief_values,
-               evaluate, apply, record=None):
-    self.config, self.plan = config, config.plan
+  def __init__(self, train_minutes, warmup_steps, cooldown_steps,
+               eval_every=0, max_steps=0, plan=None):
+    self.train_minutes, self.plan = train_minutes, plan
     self.warmup_steps, self.cooldown_steps = warmup_steps, cooldown_steps
-    self.chief_values, self.evaluate = chief_values, evaluate
-    self.apply, self.record = apply, record
+    self.eval_every, self.max_steps = eval_every, max_steps
     # Which re-plans the log shows: made with the plan this process makes
     # (`planned_here`).
     self.replan_log = None
-    # Evaluations every this many steps (and one at the end); 0: none.
-    self.eval_every = (config.local_eval_frequency
-                       if config.schedule == "train_and_evaluate" else 0)
+    self._since = None  # (steps/s, from step) of the last re-plan
 
-  def _fix(self, plan):
-    """Makes `plan` the run's: applied, then recorded."""
-    self.plan = plan
-    self.apply(plan)
-    if self.record is not None:
-      self.record(plan.to_json())
+  @classmethod
+  def for_config(cls, config, warmup_steps, cooldown_steps):
+    """The planner of a TrainConfig: its train_minutes, max_planned_steps,
+    schedule and local_eval_frequency, and the plan it continues."""
+    return cls(config.train_minutes, warmup_steps, cooldown_steps,
+               eval_every=(config.local_eval_frequency
+                           if config.schedule == "train_and_evaluate" else 0),
+               max_steps=config.max_planned_steps, plan=config.plan)
 
-  def make_plan(self, step, clock_start, meter):
-    """Plans the run's length after the measured steps (`meter`, a
-    StepRateMeter; `clock_start`: time.monotonic() when training started):
-    times one evaluation if the schedule evaluates, fixes train_steps and
-    records the plan in run.json. Returns that evaluation's metrics ({}
-    without one)."""
-    config = self.config
-    budget_seconds = config.train_minutes * 60
-    # Every worker plans from the chief's clock (strategy.chief_values), so
-    # all reach the same plan, or the same error.
-    elapsed, step_seconds = self.chief_values(
-        [time.monotonic() - clock_start, meter.step_seconds()])
-    every = self.eval_every
-    # Without evaluations first: a budget too short fails before anything
-    # is written.
-    ceiling = config.max_planned_steps
-    plan_train_steps(budget_seconds, elapsed, step, step_seconds,
+  def check(self, step, elapsed, step_seconds):
+    """Raises BudgetError when the budget cannot hold the schedule at the
+    measured rate, evaluations left out: called before an evaluation is
+    timed for `first_plan`, so that a budget too short fails before
+    anything is written."""
+    plan_train_steps(self.train_minutes * 60, elapsed, step, step_seconds,
                      self.warmup_steps, self.cooldown_steps,
-                     max_steps=ceiling)
-    eval_seconds, metrics = 0.0, {}
-    if every > 0:
-      logging.info("Timing one evaluation to plan the run...")
-      started = time.monotonic()
-      metrics = self.evaluate()
-      eval_seconds = time.monotonic() - started
-    elapsed, eval_seconds = self.chief_values(
-        [time.monotonic() - clock_start, eval_seconds])
+                     max_steps=self.max_steps)
+
+  def first_plan(self, step, elapsed, step_seconds, eval_seconds,
+                 measured_from):
+    """The run's plan after the measured steps.
+
+    Args:
+      step: optimizer steps done.
+      elapsed: seconds since training started.
+      step_seconds: measured seconds per step.
+      eval_seconds: the timed evaluation's seconds (0 without evaluations).
+      measured_from: the step the measurement started after.
+    Returns:
+      The Plan (also `self.plan`).
+    Raises:
+      BudgetError: the budget cannot hold the schedule.
+    """
+    budget_seconds, every = self.train_minutes * 60, self.eval_every
     total = plan_train_steps(
         budget_seconds, elapsed, step, step_seconds, self.warmup_steps,
-        self.cooldown_steps, every, eval_seconds,
-        max_steps=ceiling)
+        self.cooldown_steps, every, eval_seconds, max_steps=self.max_steps)
     cooldown = cooldown_steps_for(total, self.warmup_steps,
                                   self.cooldown_steps)
-    plan = Plan(train_minutes=config.train_minutes, train_steps=total,
-                planned_at_step=step, planned_after_seconds=elapsed,
-                step_seconds=step_seconds, eval_seconds=eval_seconds,
-                cooldown_steps=cooldown, max_steps=ceiling)
-    self._fix(plan)
+    self.plan = Plan(train_minutes=self.train_minutes, train_steps=total,
+                     planned_at_step=step, planned_after_seconds=elapsed,
+                     step_seconds=step_seconds, eval_seconds=eval_seconds,
+                     cooldown_steps=cooldown, max_steps=self.max_steps)
     self.replan_log = ReplanLog(total)
     logging.info(
         "Planned %d steps for --train_minutes=%g: %.2f steps/s measured over "
-        "steps %d-%d, %.1fs an evaluation; warm-up %d, cool-down over the "
-        "last %d steps%s.", total, config.train_minutes, 1 / step_seconds,
-        meter.first_step, step, eval_seconds, self.warmup_steps, cooldown,
+        "steps %d-%d%s; warm-up %d, cool-down over the last %d steps%s.",
+        total, self.train_minutes, 1 / step_seconds, measured_from, step,
+        f", {progress.format_seconds(eval_seconds)} an evaluation"
+        if every > 0 else "", self.warmup_steps, cooldown,
         "" if cooldown == self.cooldown_steps else
         f" (shortened from {self.cooldown_steps} to fit)")
     fitting = steps_that_fit(budget_seconds, elapsed, step, step_seconds,
@@ -384,11 +391,11 @@ class Planner:
     if fitting > total:
       logging.info("The budget would hold about %d steps; the ceiling of %d "
                    "(--train_steps) ends the run early.", fitting, total)
-    return metrics
+    return self.plan
 
   @property
   def planned_here(self):
-    """Whether this process made the run's plan (`make_plan`). A resumed
+    """Whether this process made the run's plan (`first_plan`). A resumed
     run's plan was made on another clock, so it is kept as it is: neither
     re-planned nor summarised (even from a checkpoint older than it)."""
     return self.replan_log is not None
@@ -405,9 +412,10 @@ class Planner:
                                  self.cooldown_steps))
 
   def replan(self, step, elapsed, eval_seconds):
-    """Re-estimates the plan from the step rate since it was made
-    (`replanned_train_steps`); a change moves the run's end and its
-    cool-down, and is recorded in run.json.
+    """The plan re-estimated from the step rate since it was made
+    (`replanned_train_steps`), or None to keep it. A new plan moves the
+    run's end and its cool-down; it is logged when it moves the plan last
+    shown by more than REPLAN_LOG_SHARE (else by `show`).
 
     Args:
       step: optimizer steps done.
@@ -415,8 +423,6 @@ class Planner:
       eval_seconds: seconds spent in evaluations since the plan was made.
     """
     plan = self.plan
-    # The chief's clock, as for the plan.
-    elapsed, eval_seconds = self.chief_values([elapsed, eval_seconds])
     step_seconds = max(elapsed - plan.planned_after_seconds - eval_seconds,
                        1e-6) / (step - plan.planned_at_step)
     total = replanned_train_steps(
@@ -424,16 +430,29 @@ class Planner:
         plan.train_steps, self.warmup_steps, self.cooldown_steps,
         self.eval_every, plan.eval_seconds, plan.max_steps)
     if total is None:
-      return
+      return None
     cooldown = cooldown_steps_for(total, self.warmup_steps,
                                   self.cooldown_steps)
-    self._fix(dataclasses.replace(plan, train_steps=total,
-                                  cooldown_steps=cooldown,
-                                  replanned_at_step=step))
-    logged = self.replan_log.logged  # the plan the log last showed
+    self.plan = dataclasses.replace(plan, train_steps=total,
+                                    cooldown_steps=cooldown,
+                                    replanned_at_step=step)
+    self._since = (1 / step_seconds, plan.planned_at_step)
     if self.replan_log.replanned(total):
-      logging.info(
-          "Re-planned %d steps for --train_minutes=%g (was %d): %.2f "
-          "steps/s since step %d; cool-down over the last %d steps.", total,
-          plan.train_minutes, logged, 1 / step_seconds,
-          plan.planned_at_step, cooldown)
+      self._log_replan()
+    return self.plan
+
+  def show(self):
+    """Logs the re-plan the log has not shown, if it changed the total of
+    the plan last shown: called before a progress line shows the total, so
+    that the total never changes without a line saying why."""
+    if self.planned_here and self.replan_log.show(self.plan.train_steps):
+      self._log_replan()
+
+  def _log_replan(self):
+    plan, (rate, since) = self.plan, self._since
+    logging.info(
+        "Re-planned %d steps for --train_minutes=%g (was %d): %.2f steps/s "
+        "since step %d, where the plan measured %.2f; cool-down over the "
+        "last %d steps.", plan.train_steps, plan.train_minutes,
+        self.replan_log.previous, rate, since, 1 / plan.step_seconds,
+        plan.cooldown_steps)

@@ -83,6 +83,18 @@ def format_duration(seconds):
   return f"{seconds}s"
 
 
+def format_seconds(seconds):
+  """A duration at the precision it has: 0.0004 -> "0.4ms", 0.035 ->
+  "35ms", 4.44 -> "4.4s", 95.2 -> "1m35s" (`format_duration` from 10 s)."""
+  if seconds < 0.01:
+    return f"{seconds * 1000:.1f}ms"
+  if seconds < 0.1:
+    return f"{seconds * 1000:.0f}ms"
+  if seconds < 10:
+    return f"{seconds:.1f}s"
+  return format_duration(seconds)
+
+
 # A budgeted run prints about this many progress lines, whatever the
 # machine's step rate (a fast machine would otherwise print one every
 # log_every_steps, dozens in two minutes).

@@ -16,7 +16,6 @@ What the loop uses, each in its own module of this package:
   preemption.py   SIGTERM, SIGINT and lost workers
 """
 import dataclasses
-import functools
 import math
 import os
 import time
@@ -41,6 +40,23 @@ _UNPLANNED = 2**31 - 1
 
 class NonFiniteLossError(RuntimeError):
   """The training loss became NaN or infinite; nothing was saved after it."""
+
+
+@dataclasses.dataclass
+class _Loop:
+  """What one `Trainer.train` loop keeps between its steps."""
+  clock_start: float  # time.monotonic() when training started
+  step: int
+  window: progress.Window | None = None  # the next progress line's
+  last_save: float = 0.0  # time.time() of the last checkpoint
+  metrics: dict = dataclasses.field(default_factory=dict)  # the last eval's
+  last_eval: int | None = None  # its step
+  # Seconds spent in evaluations (after a budget's plan), and in the last
+  # one (None before any: the time left counts steps only).
+  eval_seconds: float = 0.0
+  last_eval_seconds: float | None = None
+  first_step_start: float | None = None  # time.time(), until it is done
+  meter: budget.StepRateMeter | None = None  # timing a budget's steps
 
 
 class Trainer:
@@ -133,12 +149,8 @@ class Trainer:
         self._checkpoint_at, dev_metric, on_best)
     self._train_step = train_step_lib.TrainStep(
         self.model, self.optimizer, strategy, hp, config.xla).function
-    self.planner = budget.Planner(
-        config, hp.warmup_steps, hp.learning_rate_cooldown_steps,
-        lambda values: strategy_lib.chief_values(strategy, values),
-        self.evaluate, self._apply_plan,
-        record=functools.partial(run_dir.record_plan, config.output_dir)
-        if self.chief else None)
+    self.planner = budget.Planner.for_config(
+        config, hp.warmup_steps, hp.learning_rate_cooldown_steps)
 
   def _restore_newest_intact(self):
     """Restores the newest checkpoint of output_dir that can be read,
@@ -246,19 +258,49 @@ class Trainer:
     set_train_steps(self.base_optimizer, train_steps, cooldown_steps)
 
   def _apply_plan(self, plan):
-    """Fixes the run's length to a `budget.Plan` (made or re-made by
-    `self.planner`)."""
+    """Makes a `budget.Plan` (made or re-made by `self.planner`) the run's:
+    its length and cool-down, recorded in run.json by the chief."""
     self.set_train_steps(plan.train_steps, plan.cooldown_steps)
     self.config = dataclasses.replace(self.config, plan=plan)
+    if self.chief:
+      run_dir.record_plan(self.config.output_dir, plan.to_json())
+
+  @property
+  def _evaluates(self):
+    return self.config.schedule == "train_and_evaluate"
 
   def _train_until(self, stop):
     """`train`, ending early with a checkpoint once `stop.requested`."""
-    clock_start = time.monotonic()
-    config, start_step = self.config, self.step
-    evaluate = config.schedule == "train_and_evaluate"
+    loop = _Loop(time.monotonic(), self.step)
+    self._log_start(loop.step)
+    if self._stopped_before(loop.step):
+      return loop.metrics
+    iterator = self._start(loop)
+    while loop.step < self.config.train_steps:
+      out, iterator = self._run_step(iterator)
+      loop.step = self.step
+      if loop.first_step_start is not None:
+        self._first_step_done(loop)
+      self._check_finite(loop.step, out)
+      loop.window.add(out)
+      if self._plan_due(loop):
+        self._make_plan(loop)
+        continue
+      if not self.config.planning:
+        self._log_progress_due(loop)
+        if self._evaluation_due(loop.step) and self._evaluate_in_loop(loop):
+          break  # early stopping
+      self._save_or_stop(loop, stop)
+      if (loop.step % self.config.log_every_steps == 0 and
+          self.planner.may_replan(loop.step)):
+        self._replan(loop)
+    return self._finish(loop)
+
+  def _log_start(self, step):
     if self.restored_from:
       logging.info("Resumed from %s at step %d (next learning rate %.4g)",
-                   self.restored_from, start_step, self.next_learning_rate())
+                   self.restored_from, step, self.next_learning_rate())
+    config = self.config
     if config.planning:
       logging.info(
           "Training for %g minutes on %d replica(s), %d x %d padded tokens "
@@ -271,129 +313,191 @@ class Trainer:
           "replica per step.", config.train_steps,
           self.strategy.num_replicas_in_sync,
           self.hp.gradient_accumulation_steps, self.hp.batch_size)
-    metrics, step, last_eval = {}, start_step, None
-    eval_seconds = 0.0  # spent in evaluations (after a budget's plan)
-    # The last evaluation's duration, for the time left (a plan's timed
-    # evaluation until one runs here).
-    last_eval_seconds = config.plan.eval_seconds if config.plan else None
-    if evaluate and strategy_lib.any_workers(  # a resumed run that stopped
+
+  def _stopped_before(self, step):
+    """Whether a resumed run had stopped early already (every worker
+    takes the chief's answer)."""
+    if self._evaluates and strategy_lib.any_workers(
         self.strategy, self.evaluator.patience_exhausted())[0]:
       self.evaluator.log_stopped_before()
       self.stopped_early = step
-      return metrics
+      return True
+    return False
+
+  def _start(self, loop):
+    """Starts the input pipeline and the loop's clocks; returns the
+    training iterator."""
+    config = self.config
+    # The last evaluation's duration, for the time left (a plan's timed
+    # evaluation until one runs here).
+    loop.last_eval_seconds = config.plan.eval_seconds if config.plan else None
     # The first step can take minutes (tracing, filling the shuffle buffer)
     # and the end tens of seconds: say what is happening meanwhile.
     logging.info("Building the input pipeline...")
     iterator = iter(self.make_dataset("train", True))
-    last_save = time.time()
-    window = progress.Window(step)
+    loop.last_save = time.time()
+    loop.window = progress.Window(loop.step)
     self.line_pacer = progress.LinePacer.for_budget(config.train_minutes * 60)
-    first_step_start = time.time() if step < config.train_steps else None
-    if first_step_start:
+    if loop.step < config.train_steps:
+      loop.first_step_start = time.time()
       logging.info("Tracing the training step and filling the shuffle buffer "
                    "(the first step takes longest)...")
-    meter = budget.StepRateMeter(
-        budget.measure_seconds(config.train_minutes * 60)) if (
-            config.planning) else None
-    while step < self.config.train_steps:
+    if config.planning:
+      loop.meter = budget.StepRateMeter(
+          budget.measure_seconds(config.train_minutes * 60))
+    return iterator
+
+  def _run_step(self, iterator):
+    """One training step: (its outputs as floats, the iterator, a new one
+    when a finite training set ended: the next epoch)."""
+    while True:
       try:
         out = self._train_step(iterator)
-      except tf.errors.OutOfRangeError:  # a finite training set: next epoch
+        return {k: float(v) for k, v in out.items()}, iterator
+      except tf.errors.OutOfRangeError:
         iterator = iter(self.make_dataset("train", True))
-        continue
-      out = {k: float(v) for k, v in out.items()}
-      step = self.step
-      if first_step_start:
-        logging.info("First step done in %.1fs; training.",
-                     time.time() - first_step_start)
-        first_step_start = None
-        if meter:
-          meter.start(step)
-      loss = out["loss"] / max(out["target_tokens"], 1.0)
-      if not math.isfinite(loss) or not math.isfinite(out["nll"]):
-        raise NonFiniteLossError(
-            f"Step {step}: the training loss is {loss}. Stopping without "
-            f"saving; the last good checkpoint "
-            f"({self.manager.latest_checkpoint or 'none yet'}) is intact. "
-            "Lower learning_rate_scale, raise warmup_steps, or use "
-            "mixed_precision bfloat16 rather than float16.")
-      window.add(out)
-      # The chief's meter decides when the plan is made, for every worker.
-      if meter and step > meter.first_step and strategy_lib.chief_values(
-          self.strategy, [meter.step_done(step)])[0]:
-        metrics = self.planner.make_plan(step, clock_start, meter)
-        last_eval = step if metrics else last_eval
-        last_eval_seconds = self.config.plan.eval_seconds
-        meter, config, window = None, self.config, progress.Window(step)
-        eval_seconds = 0.0  # the re-estimates count evaluations from here
-        continue
-      if (step % config.log_every_steps == 0 or
-          step == config.train_steps) and not config.planning:
-        self._log_progress(step, window, evaluate, last_eval_seconds)
-        window = progress.Window(step)
-      # Not while a budget's steps are timed: the plan times an evaluation
-      # of its own, and one in between would slow the measured rate.
-      if evaluate and config.local_eval_frequency > 0 and (
-          step % config.local_eval_frequency == 0) and not config.planning:
-        started = time.monotonic()
-        metrics, last_eval = self.evaluate(), step
-        last_eval_seconds = time.monotonic() - started
-        eval_seconds += last_eval_seconds
-        window.leave_out(last_eval_seconds)  # the line reports training
-        if self.evaluator.early_stop_due:
-          self.evaluator.log_early_stopping(step)
-          self.stopped_early = step
-          break
-      # No checkpoint before a budget is planned: a budget too short then
-      # fails leaving none.
-      save_due, stop_due = strategy_lib.any_workers(
-          self.strategy,
-          time.time() - last_save >= config.save_checkpoints_secs and
-          not config.planning, stop.requested)
-      if save_due or stop_due:
-        self.save()
-        last_save = time.time()
-      if stop_due:
-        raise preemption.Preempted(
-            stop.requested or "signal to another worker", step,
-            os.path.join(config.output_dir, f"ckpt-{step}"))
-      if step % config.log_every_steps == 0 and self.planner.may_replan(
-          step):
-        self.planner.replan(step, time.monotonic() - clock_start,
-                            eval_seconds)
-        config = self.config
+
+  def _first_step_done(self, loop):
+    logging.info("First step done in %.1fs; training.",
+                 time.time() - loop.first_step_start)
+    loop.first_step_start = None
+    if loop.meter:
+      loop.meter.start(loop.step)
+
+  def _check_finite(self, step, out):
+    loss = out["loss"] / max(out["target_tokens"], 1.0)
+    if not math.isfinite(loss) or not math.isfinite(out["nll"]):
+      raise NonFiniteLossError(
+          f"Step {step}: the training loss is {loss}. Stopping without "
+          f"saving; the last good checkpoint "
+          f"({self.manager.latest_checkpoint or 'none yet'}) is intact. "
+          "Lower learning_rate_scale, raise warmup_steps, or use "
+          "mixed_precision bfloat16 rather than float16.")
+
+  # ---- the budget's plan ------------------------------------------------------
+
+  def _plan_due(self, loop):
+    """Whether the steps timed for a budget's plan suffice: the chief's
+    meter decides, for every worker."""
+    meter = loop.meter
+    return bool(meter) and loop.step > meter.first_step and (
+        strategy_lib.chief_values(self.strategy,
+                                  [meter.step_done(loop.step)])[0])
+
+  def _chief_clock(self, loop, seconds):
+    """[seconds since training started, `seconds`] on the chief's clock:
+    every worker plans from the chief's, so all reach the same plan, or
+    the same error."""
+    return strategy_lib.chief_values(
+        self.strategy, [time.monotonic() - loop.clock_start, seconds])
+
+  def _make_plan(self, loop):
+    """Plans the run's length from the timed steps (and an evaluation timed
+    here when the schedule evaluates) and applies the plan."""
+    planner, step = self.planner, loop.step
+    elapsed, step_seconds = self._chief_clock(loop, loop.meter.step_seconds())
+    # Without evaluations first: a budget too short fails before anything
+    # is written.
+    planner.check(step, elapsed, step_seconds)
+    eval_seconds = 0.0
+    if planner.eval_every > 0:
+      logging.info("Timing one evaluation to plan the run...")
+      started = time.monotonic()
+      loop.metrics, loop.last_eval = self.evaluate(), step
+      eval_seconds = time.monotonic() - started
+    elapsed, eval_seconds = self._chief_clock(loop, eval_seconds)
+    self._apply_plan(planner.first_plan(step, elapsed, step_seconds,
+                                        eval_seconds, loop.meter.first_step))
+    loop.last_eval_seconds = eval_seconds
+    loop.meter, loop.window = None, progress.Window(step)
+    loop.eval_seconds = 0.0  # the re-estimates count evaluations from here
+
+  def _replan(self, loop):
+    """Re-estimates the plan from the rate since it was made, and applies
+    a new one."""
+    elapsed, eval_seconds = self._chief_clock(loop, loop.eval_seconds)
+    plan = self.planner.replan(loop.step, elapsed, eval_seconds)
+    if plan is not None:
+      self._apply_plan(plan)
+
+  # ---- logging, evaluating and saving in the loop ---------------------------
+
+  def _evaluation_due(self, step):
+    every = self.config.local_eval_frequency
+    return self._evaluates and every > 0 and step % every == 0
+
+  def _evaluate_in_loop(self, loop):
+    """Evaluates at the loop's step; whether early stopping is due."""
+    started = time.monotonic()
+    loop.metrics, loop.last_eval = self.evaluate(), loop.step
+    loop.last_eval_seconds = time.monotonic() - started
+    loop.eval_seconds += loop.last_eval_seconds
+    loop.window.leave_out(loop.last_eval_seconds)  # the line reports training
+    if not self.evaluator.early_stop_due:
+      return False
+    self.evaluator.log_early_stopping(loop.step)
+    self.stopped_early = loop.step
+    return True
+
+  def _save_or_stop(self, loop, stop):
+    """Saves a checkpoint when one is due on any worker; raises
+    preemption.Preempted after saving when any worker was told to stop."""
+    config = self.config
+    # No checkpoint before a budget is planned: a budget too short then
+    # fails leaving none.
+    save_due, stop_due = strategy_lib.any_workers(
+        self.strategy,
+        time.time() - loop.last_save >= config.save_checkpoints_secs and
+        not config.planning, stop.requested)
+    if save_due or stop_due:
+      self.save()
+      loop.last_save = time.time()
+    if stop_due:
+      raise preemption.Preempted(
+          stop.requested or "signal to another worker", loop.step,
+          os.path.join(config.output_dir, f"ckpt-{loop.step}"))
+
+  def _finish(self, loop):
+    """The final checkpoint, the budget's summary line and the final
+    evaluation; returns the last evaluation's metrics."""
+    step, config = loop.step, self.config
     if self._saved_step != step:
       self.save()
     if self.planner.planned_here:
-      minutes = (time.monotonic() - clock_start) / 60
+      minutes = (time.monotonic() - loop.clock_start) / 60
       (logging.info if minutes <= config.train_minutes else logging.warning)(
           "Step %d (final checkpoint) after %.1f minutes of the "
           "%g-minute budget; %s.", step, minutes, config.train_minutes,
           self.planner.replan_log.summary(config.train_steps))
-    if evaluate and last_eval != step:
+    if self._evaluates and loop.last_eval != step:
       logging.info("Final evaluation on %s...", config.eval_split)
-      metrics = self.evaluate()
-    return metrics
+      loop.metrics = self.evaluate()
+    return loop.metrics
 
-  def _log_progress(self, step, window, evaluate, eval_seconds):
-    """Logs a progress line and its summaries. The time left counts the
-    evaluations still due at `eval_seconds` each (the last one's; None
-    before any: steps only)."""
-    stats = window.stats(step)
-    config = self.config
+  def _log_progress_due(self, loop):
+    """At a logged step (and the last): the progress line, paced, and its
+    summaries; the next line's window starts. The time left counts the
+    evaluations still due at the last one's duration (none before any)."""
+    step, config = loop.step, self.config
+    if step % config.log_every_steps and step != config.train_steps:
+      return
+    stats = loop.window.stats(step)
+    eval_seconds = loop.last_eval_seconds
     evaluations = (progress.evaluations_due(
         step, config.train_steps, config.local_eval_frequency)
-                   if evaluate and eval_seconds is not None else 0)
+                   if self._evaluates and eval_seconds is not None else 0)
     left = progress.seconds_left(step, config.train_steps,
                                  stats["steps_per_sec"], evaluations,
                                  eval_seconds or 0.0)
     eta = (f"  ETA {progress.format_duration(left)}"
            if step < config.train_steps else "")
     if self.line_pacer.due(last=step >= config.train_steps):
+      self.planner.show()  # a total changed since the last line: why
       logging.info(
           "step %d/%d  loss %.4f  nll %.4f  lr %.4g  grad_norm %.3f  "
-          "%.2f steps/s  %.0f tokens/s%s", step, self.config.train_steps,
+          "%.2f steps/s  %.0f tokens/s%s", step, config.train_steps,
           stats["loss"], stats["nll"], stats["learning_rate"],
           stats["grad_norm"], stats["steps_per_sec"],
           stats["tokens_per_sec"], eta)
     self.summaries.write("", step, stats)
+    loop.window = progress.Window(step)

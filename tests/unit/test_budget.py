@@ -1,5 +1,4 @@
 """The --train_minutes step planner, against a fake clock."""
-import time
 import types
 
 import pytest
@@ -153,41 +152,57 @@ def test_a_ceiling_below_the_schedule_is_the_whole_run():
     budget.plan_train_steps(40, 5, 20, 0.1, 400, 1000, max_steps=500)
 
 
-def test_planner_plans_and_replans_on_the_chief_clock():
-  # The chief's values, in the order the planner asks for them: [elapsed,
-  # step_seconds] after the timed steps, [elapsed, eval_seconds] after the
-  # timed evaluation, then [elapsed, eval_seconds] at a re-plan (0.2 s a
-  # step since the plan, twice the planned rate).
-  chief = iter([[30.0, 0.1], [36.0, 6.0], [36.0 + 200 * 0.2 + 12, 12.0]])
-  evaluations, applied, recorded = [], [], []
+def test_planner_returns_the_plans_of_its_measurements(caplog):
+  caplog.set_level("INFO")
+  # The chief's measurements, as the trainer passes them: 0.1 s a step
+  # after 30 s, a 6 s evaluation; then 0.2 s a step since the plan, twice
+  # the planned rate.
   config = types.SimpleNamespace(
       train_minutes=10, max_planned_steps=0, schedule="train_and_evaluate",
       local_eval_frequency=100, plan=None)
-  planner = budget.Planner(
-      config, 100, 200, lambda values: next(chief),
-      lambda: evaluations.append(1) or {"loss": 1.5}, applied.append,
-      recorded.append)
-  meter = budget.StepRateMeter()
-  meter.start(30)
-  assert planner.make_plan(50, time.monotonic(), meter) == {"loss": 1.5}
-  plan = planner.plan
-  assert len(evaluations) == 1  # the timed one
+  planner = budget.Planner.for_config(config, 100, 200)
+  assert planner.eval_every == 100 and not planner.planned_here
+  planner.check(50, 30.0, 0.1)
+  with pytest.raises(budget.BudgetError):
+    planner.check(50, 590.0, 0.1)
+  plan = planner.first_plan(50, 36.0, 0.1, 6.0, measured_from=30)
+  assert plan == planner.plan
   assert plan.train_steps == budget.plan_train_steps(
       600, 36.0, 50, 0.1, 100, 200, eval_every=100, eval_seconds=6.0)
   assert (plan.planned_at_step, plan.eval_seconds, plan.cooldown_steps) == (
       50, 6.0, 200)
-  assert applied == [plan] and recorded == [plan.to_json()]
+  assert f"Planned {plan.train_steps} steps" in caplog.text
+  assert "over steps 30-50, 6.0s an evaluation;" in caplog.text
   assert planner.planned_here
   assert not planner.may_replan(50 + budget.MEASURE_STEPS - 1)
   assert planner.may_replan(250)
-  planner.replan(250, elapsed=0.0, eval_seconds=0.0)  # the chief's count
-  replanned = budget.replanned_train_steps(
-      600, 88.0, 250, 0.2, plan.train_steps, 100, 200, 100, 6.0)
-  assert replanned < plan.train_steps
-  assert applied[-1] == planner.plan
-  assert (planner.plan.train_steps, planner.plan.replanned_at_step) == (
-      replanned, 250)
-  assert recorded[-1] == planner.plan.to_json()
+  elapsed = 36.0 + 200 * 0.2 + 12
+  replanned = planner.replan(250, elapsed, eval_seconds=12.0)
+  assert replanned.train_steps == budget.replanned_train_steps(
+      600, elapsed, 250, 0.2, plan.train_steps, 100, 200, 100, 6.0)
+  assert replanned.train_steps < plan.train_steps
+  assert replanned == planner.plan and replanned.replanned_at_step == 250
+  # Moved by more than REPLAN_LOG_SHARE: logged at once, saying why.
+  assert (f"Re-planned {replanned.train_steps} steps for --train_minutes=10 "
+          f"(was {plan.train_steps}): 5.00 steps/s since step 50, where the "
+          "plan measured 10.00") in caplog.text
+  # A rate that holds: no new plan.
+  assert planner.replan(270, elapsed + 20 * 0.2, 12.0) is None
+
+
+def test_a_small_replan_is_shown_before_the_next_progress_line(caplog):
+  planner = budget.Planner(10, 100, 200)
+  plan = planner.first_plan(50, 30.0, 0.1, 0.0, measured_from=30)
+  # 0.105 s a step: a few percent fewer steps, not logged at once.
+  with caplog.at_level("INFO"):
+    replanned = planner.replan(250, 30.0 + 200 * 0.105, 0.0)
+    assert replanned.train_steps < plan.train_steps
+    assert "Re-planned" not in caplog.text
+    planner.show()
+    assert (f"Re-planned {replanned.train_steps} steps for "
+            f"--train_minutes=10 (was {plan.train_steps})") in caplog.text
+    planner.show()  # shown once
+  assert caplog.text.count("Re-planned") == 1
 
 
 def test_a_resumed_plan_is_kept_even_from_an_older_checkpoint():
@@ -199,9 +214,10 @@ def test_a_resumed_plan_is_kept_even_from_an_older_checkpoint():
   config = types.SimpleNamespace(
       train_minutes=10, max_planned_steps=0, schedule="train_and_evaluate",
       local_eval_frequency=100, plan=plan)
-  planner = budget.Planner(config, 100, 200, None, None, None)
+  planner = budget.Planner.for_config(config, 100, 200)
   assert planner.plan == plan and not planner.planned_here
   assert not planner.may_replan(250)
+  planner.show()  # nothing to show
 
 
 def test_replan_log_shows_the_moves_that_matter_and_counts_all():

@@ -64,6 +64,13 @@ def test_format_duration():
   assert progress.format_duration(12.3) == "12s"
 
 
+def test_format_seconds_keeps_the_figures_of_a_short_duration():
+  assert progress.format_seconds(0.0004) == "0.4ms"
+  assert progress.format_seconds(0.035) == "35ms"
+  assert progress.format_seconds(4.44) == "4.4s"
+  assert progress.format_seconds(95.2) == "1m35s"
+
+
 def test_a_budgeted_run_prints_about_progress_lines_lines_whatever_its_rate():
   clock = FakeClock()
   pacer = progress.LinePacer.for_budget(120.0, clock)
