@@ -8,11 +8,12 @@ released: raw/STEM.LANG.gz, and tok/STEM.lc.norm.tok.LANG, the tokenized
 references of val and test2016 that Multi30k results are scored on. Each
 file goes to a temporary name and is renamed once it is complete and
 checked: its line count and, for train, val and test2016, the SHA-256 of its
-uncompressed text (the release's files, pinned below). Offline,
+uncompressed text (the release's files, pinned below); a first download
+fills `multi30k.part`, renamed `multi30k` once complete. Offline,
 `raw_data_dir=DIR` reads the raw names from DIR (gzipped or not; not
 checked, so a subset works): train.{en,L}, val.{en,L} and
 test_2016_flickr.{en,L}; `tmp_dir/multi30k/raw` of a download is such a
-folder.
+folder, and one line names what such a folder leaves out.
 
 Splits: train (29,000 pairs), dev = val (1,014), test = test2016 (1,000), and
 the later test sets as named extra splits, written when present:
@@ -24,6 +25,9 @@ shared vocabulary: BPE for German, unigram for French), so the results of
 that recipe hold for these problems.
 """
 import os
+import shutil
+
+from absl import logging
 
 from t2tlite.data import download
 from t2tlite.data import text_files
@@ -137,11 +141,30 @@ class Multi30kProblem(TranslateProblem):
 
   def fetch_release(self, tmp_dir):
     """Fetches and checks `release_files` into tmp_dir/multi30k (raw/ and
-    tok/, as the release lays them out); returns that folder."""
+    tok/, as the release lays them out); returns that folder. A first
+    download goes to tmp_dir/multi30k.part, renamed once every file is
+    there, so tmp_dir/multi30k is never a partial release.
+
+    Raises:
+      DataError: one line naming the URL that failed and the ways to work
+        offline (raw_data_dir, T2T_MULTI30K_URL).
+    """
     folder = os.path.join(tmp_dir, "multi30k")
-    for name in self.release_files():
-      download.fetch(f"{self.base_url}/{name}", os.path.join(folder, name),
-                     self.release[name])
+    into = folder if os.path.isdir(folder) else f"{folder}.part"
+    try:
+      for name in self.release_files():
+        download.fetch(f"{self.base_url}/{name}", os.path.join(into, name),
+                       self.release[name])
+    except DataError as error:
+      if into != folder and not any(files for _, _, files in os.walk(into)):
+        shutil.rmtree(into, ignore_errors=True)
+      raise DataError(
+          f"{error} Offline, give raw_data_dir=DIR with the release's files "
+          f"(train, val, test_2016_flickr .{self.langs[0]}/.{self.langs[1]}"
+          f"), or set {URL_VARIABLE} to a copy of its task-1 folder (raw/, "
+          "tok/).") from None
+    if into != folder:
+      os.replace(into, folder)
     return folder
 
   def _source_files(self, tmp_dir, raw_data_dir):
@@ -159,7 +182,26 @@ class Multi30kProblem(TranslateProblem):
 
   def available_splits(self, tmp_dir, raw_data_dir=None):
     found = self._source_files(tmp_dir, raw_data_dir)
+    if raw_data_dir is not None:
+      self._say_what_is_missing(found, tmp_dir)
     return tuple(split for split in self.splits if split in found)
+
+  def _say_what_is_missing(self, found, tmp_dir):
+    """Logs, in one line, what of a download raw_data_dir leaves out: the
+    later test sets, and the tokenized references that results are scored
+    on (read from tmp_dir/multi30k/tok, where a download puts them)."""
+    splits = [split for split in self.extra_test_splits if split not in found]
+    folder = os.path.join(tmp_dir or "", "multi30k")
+    references = [name for name in self.release_files()
+                  if name.startswith("tok/") and tmp_dir and
+                  not os.path.exists(os.path.join(folder, name))]
+    missing = ([f"no {', '.join(splits)} in raw_data_dir (those test "
+                "splits are not written)"] if splits else []) + (
+                    [f"no {', '.join(references)} in {folder} (t2t-bleu "
+                     "--tokenized_reference)"] if references else [])
+    if missing:
+      logging.info("Left out: %s; a download (no raw_data_dir) brings "
+                   "them.", "; ".join(missing))
 
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
     files = self._source_files(tmp_dir, raw_data_dir)

@@ -124,10 +124,19 @@ def test_downloaded_files_are_kept_and_not_fetched_again(downloaded, release,
 
 def test_raw_data_dir_writes_translate_ende_wmt_records(multi30k_raw,
                                                         multi30k_data,
-                                                        tmp_path):
+                                                        tmp_path, caplog):
   problem = get_problem("translate_ende_multi30k")
+  caplog.set_level("INFO")
   summary = problem.generate_data(str(tmp_path), raw_data_dir=str(
       multi30k_raw), vocab_size=VOCAB_SIZE)
+  # The later test sets and the tokenized references are not in the
+  # folder: one line says so, naming them.
+  (left_out,) = [r.getMessage() for r in caplog.records
+                 if r.getMessage().startswith("Left out: ")]
+  assert ("no test2017_flickr, test2017_mscoco, test2018_flickr in "
+          "raw_data_dir" in left_out), left_out
+  assert (f"tok/test_2016_flickr.lc.norm.tok.de in {tmp_path / 'tmp'}"
+          "/multi30k") in left_out, left_out
   _, reference_dir, reference = multi30k_data
   assert len(multi30k_release.generated_files(
       tmp_path, "translate_ende_multi30k")) == 1 + 2 * SHARDS + 4
@@ -161,9 +170,13 @@ def _failing_download(folder, expected, tmp_dir, broken, cut_short=()):
       problem.available_splits(str(tmp_dir))
   message = str(error.value)
   assert "\n" not in message and f"{url}/{broken}" in message, message
-  left = [p.name for p in (tmp_dir / "multi30k").rglob("*")]
+  assert "raw_data_dir=" in message and multi30k.URL_VARIABLE in message
+  left = [p.name for p in tmp_dir.rglob("*")]
   assert not [name for name in left if name.startswith(
       broken.rsplit("/", 1)[-1])], left
+  # Only a complete release is tmp_dir/multi30k; no empty folder is left.
+  assert not (tmp_dir / "multi30k").exists()
+  assert all(any(p.iterdir()) for p in tmp_dir.rglob("*") if p.is_dir())
   return message
 
 
@@ -193,6 +206,17 @@ def test_missing_file_is_an_error(release, tmp_path):
                         lambda name, data: None if name == broken else data)
   message = _failing_download(served, expected, tmp_path / "tmp", broken)
   assert "HTTP 404" in message
+
+
+def test_offline_download_names_the_ways_without_it_and_leaves_nothing(
+    tmp_path):
+  problem = multi30k.TranslateEndeMulti30k(base_url="http://127.0.0.1:9")
+  with pytest.raises(DataError) as error:
+    problem.available_splits(str(tmp_path))
+  message = str(error.value)
+  assert message.startswith("Could not download http://127.0.0.1:9/raw/")
+  assert "raw_data_dir=DIR" in message and "T2T_MULTI30K_URL" in message
+  assert list(tmp_path.iterdir()) == []
 
 
 def test_url_from_the_environment(monkeypatch):
