@@ -72,8 +72,9 @@ def set_search_threads(searches):
                     "thread(s), set before TensorFlow starts.", searches,
                     error, threads)
     return None
-  logging.info("Decoding as %d concurrent searches, %d intra-op thread(s) "
-               "an op.", searches, threads)
+  logging.info("Decoding a batch as up to %d concurrent searches (one a "
+               "line when it has fewer), %d intra-op thread(s) an op.",
+               searches, threads)
   return threads
 
 

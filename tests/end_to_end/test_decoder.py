@@ -99,8 +99,9 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
       run.stderr)
   # Auto: two concurrent searches on a CPU of 2+ cores, each on its share
   # of them; one search (and TensorFlow's threads) on one core or a GPU.
-  threads_line = (f"Decoding as 2 concurrent searches, {host.cores() // 2} "
-                  "intra-op thread(s) an op.")
+  threads_line = ("Decoding a batch as up to 2 concurrent searches (one a "
+                  f"line when it has fewer), {host.cores() // 2} intra-op "
+                  "thread(s) an op.")
   assert (threads_line in run.stderr) == (host.auto_searches() == 2), (
       run.stderr)
   written = target.read_text(encoding="utf-8").split("\n")
