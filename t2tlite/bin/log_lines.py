@@ -18,11 +18,18 @@ class ShortFormatter(logging.Formatter):
   """`HH:MM:SS [LEVEL ]component: message` (LEVEL only when not INFO)."""
 
   def format(self, record):
-    clock = time.strftime("%H:%M:%S", time.localtime(record.created))
     level = "" if record.levelno == logging.INFO else f"{record.levelname} "
-    return f"{clock} {level}{record.module}: {record.getMessage()}" + (
+    return stamped(f"{level}{record.module}", record.getMessage(),
+                   record.created) + (
         "\n" + self.formatException(record.exc_info)
         if record.exc_info else "")
+
+
+def stamped(component, message, created=None):
+  """`HH:MM:SS component: message`: a log line's form, for the lines a
+  command prints on stdout beside its log (t2t-serve's URL, say)."""
+  clock = time.strftime("%H:%M:%S", time.localtime(created))
+  return f"{clock} {component}: {message}"
 
 
 def install(verbosity_given):

@@ -44,10 +44,11 @@ import time
 from absl import flags
 from absl import logging
 
-from t2tlite.bin import common_flags, console
+from t2tlite.bin import common_flags, console, log_lines
 # Light (no TensorFlow, no Flask): the flags' defaults are theirs.
 from t2tlite.serve.batcher import BatchLimits
 from t2tlite.serve.validation import Limits
+from t2tlite.train import progress
 
 flags.DEFINE_string("model", None, "An export (version folder, or the folder "
                     "of versions), a run folder, or A,B,...: an ensemble "
@@ -189,8 +190,7 @@ class _Drain:
     del frame
     if self.done or not self.serving.lifecycle.start_draining():
       raise SystemExit(0)  # waitress's loop ends its workers on SystemExit
-    logging.info("t2t-serve: %s, draining", signal.Signals(signum).name)
-    print("t2t-serve: draining", flush=True)
+    _say(f"{signal.Signals(signum).name}, draining")
     threading.Thread(target=self._drain, daemon=True).start()
 
   def _drain(self):
@@ -199,7 +199,7 @@ class _Drain:
     drained &= self.serving.attention_done(
         max(0.0, deadline - time.monotonic()))
     if not drained:
-      logging.warning("t2t-serve: requests still computing after "
+      logging.warning("requests still computing after "
                       "--drain_secs=%g s; stopping", FLAGS.drain_secs)
     # The last answers leave through waitress's loop: let it send them.
     while not _flushed(self.server) and time.monotonic() < deadline:
@@ -207,6 +207,12 @@ class _Drain:
     time.sleep(0.1)
     self.done = True
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _say(message):
+  """A line on stdout, stamped as the log lines are (the URL, the warm-up,
+  draining: what a person or a script waits for)."""
+  print(log_lines.stamped("t2t_serve", message), flush=True)
 
 
 def _warm_up(source, lifecycle, url, sentence, full_batch):
@@ -218,17 +224,16 @@ def _warm_up(source, lifecycle, url, sentence, full_batch):
     if full_batch:
       start = time.monotonic()
       source.translate(full_batch)
-      print(f"t2t-serve: warm-up: a full batch ({len(full_batch)} lines of "
-            f"{len(full_batch[0])} characters) in "
-            f"{time.monotonic() - start:.1f} s", flush=True)
+      _say(f"warm-up: a full batch ({len(full_batch)} lines of "
+           f"{len(full_batch[0])} characters) in "
+           f"{progress.format_seconds(time.monotonic() - start)}")
   except Exception as error:  # noqa: BLE001  (the server cannot serve)
-    logging.exception("t2t-serve: warm-up failed")
+    logging.exception("warm-up failed")
     print(f"t2t-serve: error: warm-up failed: {error}", file=sys.stderr,
           flush=True)
     os._exit(1)  # noqa: SLF001  (from this thread: waitress holds the main)
   lifecycle.set_ready()
-  print(f"t2t-serve: serving {source.saved_model_dir or source.run_folder} "
-        f"on {url}", flush=True)
+  _say(f"serving {source.saved_model_dir or source.run_folder} on {url}")
 
 
 def _run():
@@ -266,8 +271,7 @@ def _run():
   signal.signal(signal.SIGINT, drain.on_signal)
   url = f"http://{FLAGS.host}:{server.effective_port}/"
   # Listening while the model warms up: /healthz answers, /readyz says 503.
-  print(f"t2t-serve: warming up at {url} (/readyz: 503 until ready)",
-        flush=True)
+  _say(f"warming up at {url} (/readyz: 503 until ready)")
   sentence = "warm up" if FLAGS.warm_up else None
   largest = (full_batch(batch_limits, limits.max_line_chars)
              if FLAGS.warm_up and FLAGS.warm_up_full_batch else None)
@@ -278,8 +282,7 @@ def _run():
     server.run()
   finally:
     server.close()
-  print("t2t-serve: stopped", flush=True)
-  sys.stdout.flush()
+  _say("stopped")
 
 
 def main():

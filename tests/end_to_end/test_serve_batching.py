@@ -89,7 +89,7 @@ def _in_threads(count, work, timeout=180):
   return results
 
 
-WarmUp = collections.namedtuple("WarmUp", "statuses log")
+WarmUp = collections.namedtuple("WarmUp", "statuses log path")
 
 
 def _watch_warm_up(proc, log_path, deadline):
@@ -108,7 +108,7 @@ def _watch_warm_up(proc, log_path, deadline):
                        _request(url, "healthz", timeout=30)[0]))
       if status == 200:
         with open(log_path, encoding="utf-8", errors="replace") as f:
-          return url, WarmUp(statuses, f.read())
+          return url, WarmUp(statuses, f.read(), log_path)
     time.sleep(0.05)
   pytest.fail(f"t2t-serve did not become ready (exit {proc.poll()}):\n"
               f"{open(log_path, errors='replace').read()[-4000:]}")
@@ -165,14 +165,19 @@ def alone(servers, lines):
 
 
 def test_readyz_answers_503_while_warming_up_on_a_full_batch(server):
-  statuses, log = server[2]
+  statuses, log, _ = server[2]
   assert statuses[0] == (503, "5", 200)  # alive, not ready
   assert statuses[-1][0] == 200
   # Before ready, a batch at the limits: --max_batch_lines=4 lines, each
   # as long as --max_line_chars (1000) allows, since 2048 tokens / 4
   # would be longer.
-  assert re.search(r"^t2t-serve: warm-up: a full batch \(4 lines of "
-                   r"999 characters\) in \d+\.\d s$", log, re.M), log
+  # Stamped as the log lines are; a duration at its precision (0.0 s
+  # said nothing).
+  assert re.search(r"^\d\d:\d\d:\d\d t2t_serve: warm-up: a full batch \(4 "
+                   r"lines of 999 characters\) in (\d+ms|\d+\.\dm?s)$", log,
+                   re.M), log
+  assert re.search(r"^\d\d:\d\d:\d\d t2t_serve: warming up at ", log, re.M)
+  assert not re.search(r"in 0\.0", log), log
 
 
 def test_answers_under_load_equal_answers_alone(server, lines, alone):
@@ -399,3 +404,10 @@ def test_sigterm_drains_under_load_and_exits_0(server, lines, alone):
     assert all(status == 200 and answer["translations"] == [alone[i]]
                for status, answer in answered)
   assert any("draining" in answers[-1][1]["error"] for answers in results)
+  # Said once, stamped like the log, the command named once.
+  with open(server[2].path, encoding="utf-8") as f:
+    log = f.read()
+  assert len(re.findall(r"^\d\d:\d\d:\d\d t2t_serve: SIGTERM, draining$",
+                        log, re.M)) == 1, log
+  assert "t2t-serve: t2t" not in log and "t2t_serve: t2t" not in log, log
+  assert re.search(r"^\d\d:\d\d:\d\d t2t_serve: stopped$", log, re.M), log
