@@ -25,7 +25,6 @@ from t2tlite.bin import common_flags
 from t2tlite.bin import console
 from t2tlite.bin import lazy
 from t2tlite.bin import precision_flags
-from t2tlite.train import best as best_lib
 from t2tlite.train import budget
 from t2tlite.train import peer_watch
 
@@ -489,21 +488,12 @@ def _train(output_dir):
           "run's with --warm_start_from to evaluate it on this data).")
     with preemption.reporting_lost_workers(strategy, output_dir,
                                            _exit_worker_lost) as peer_left:
-      metrics = trainer.evaluate()
+      trainer.evaluate()
       strategy_lib.leave_together(strategy, peer_left)
   else:
-    metrics = trainer.train()
-  if metrics and chief:
-    print(f"step {metrics['step']}: dev loss {metrics['loss']:.4f}, "
-          f"accuracy {metrics['accuracy']:.4f}, sequence_accuracy "
-          f"{metrics['sequence_accuracy']:.4f} ({metrics['sequences']} "
-          "sequences, teacher-forced)")
-    if "metric" in metrics:
-      name = metrics["metric"]
-      print(f"step {metrics['step']}: dev {name} {metrics[name]:.2f} "
-            f"(decoded); best {metrics['best_value']:.2f} at step "
-            f"{metrics['best_step']}, in "
-            f"{os.path.join(output_dir, best_lib.BEST_DIR)}")
+    # The last evaluation's figures are its log lines (and
+    # eval_results.json, metrics.jsonl), printed once.
+    trainer.train()
   if trainer.stopped_early is not None and chief:
     print(f"stopped early at step {trainer.stopped_early}: no better dev "
           f"{dev_metric.name} in {FLAGS.early_stopping_patience} evaluations")

@@ -86,7 +86,7 @@ def test_logged_bleu_is_t2t_bleu_of_t2t_decoder(translation_run):
   assert last["bleu"] == pytest.approx(sacre.score, abs=1e-6)
   assert round(last["bleu"], 2) == cased
   assert round(last["bleu_tokenized"], 2) == tokenized
-  assert f"dev bleu {last['bleu']:.2f} (decoded)" in output
+  assert f"dev bleu at step {STEPS}: {last['bleu']:.2f} (" in output
   # TensorBoard's eval scalars hold the same figures.
   scalars = read_scalars(str(output_dir / "eval"))
   assert scalars["bleu"][STEPS] == pytest.approx(last["bleu"], abs=1e-3)

@@ -63,8 +63,32 @@ def test_quick_start_log_is_short_and_readable(quick_start):
     # time, level when not INFO, component
     assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
   text = "\n".join(lines)
-  assert re.search(r" budget: Planned \d+ steps for --train_minutes=0.5",
-                   text)
+  planned = re.search(r" budget: Planned \d+ steps for --train_minutes=0.5"
+                      r".*", text)
+  assert planned, text
+  # No evaluation timed (--local_eval_frequency=0): none named ("0.0s").
+  assert "an evaluation" not in planned.group(0), planned.group(0)
+  # As the README says: results on stdout, the data's table then the
+  # translation, the dev result only in the log; on stderr 14 lines and the
+  # concurrent searches' (on 2+ cores, TF_NUM_INTRAOP_THREADS unset) besides
+  # the progress lines and the re-plan lines, each progress line showing
+  # the total last planned.
+  table = trainer.stdout.splitlines()
+  assert len(table) == 6 and table[0].startswith("algorithmic_reverse -> ")
+  assert "exact_match" not in trainer.stdout and "loss" not in trainer.stdout
+  assert len(decoder.stdout.splitlines()) == 1
+  shown, others = None, []
+  for line in lines:
+    plan = re.search(r" budget: (?:Re-)?[Pp]lanned (\d+) steps", line)
+    step = re.search(r" trainer: step \d+/(\d+) ", line)
+    if plan:
+      shown = plan.group(1)
+    if step:
+      assert step.group(1) == shown, text
+    if not step and not re.search(r" (budget: Re-planned|machine: "
+                                  r"Decoding a batch as) ", line):
+      others.append(line)
+  assert len(others) == 14, "\n".join(others)
   assert re.search(r" trainer: Step \d+ \(final checkpoint\) after .* "
                    r"(as planned,|final plan) \d+ steps", text), text
   # The decode settings as the strategy in use, not the dataclass dump.
