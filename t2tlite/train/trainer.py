@@ -374,7 +374,7 @@ class Trainer:
           "Lower learning_rate_scale, raise warmup_steps, or use "
           "mixed_precision bfloat16 rather than float16.")
 
-  # ---- the budget's plan ------------------------------------------------------
+  # ---- the budget's plan ---------------------------------------------------
 
   def _plan_due(self, loop):
     """Whether the steps timed for a budget's plan suffice: the chief's
