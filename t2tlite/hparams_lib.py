@@ -37,6 +37,10 @@ class HParams:
   Problem-specific: word_pointer (the decoder input also gets a pointer to
   the source word its next word token is for: for problems whose targets
   hold one token per source word, parsing; `t2tlite.layers.word_pointer`).
+  Mixtures of problems (`t2tlite.mixture`): mixing_rates (the members'
+  shares of the training examples, in the mixture's order, comma-separated,
+  normalised; "" draws by size), mixing_temperature (T: by size, member i's
+  share is proportional to n_i^(1/T); fairseq's --sampling-temperature).
   """
   num_layers: int = 6
   d_model: int = 512
@@ -62,6 +66,8 @@ class HParams:
   gradient_accumulation_steps: int = 1
   train_steps: int = 100000
   word_pointer: bool = False
+  mixing_rates: str = ""
+  mixing_temperature: float = 1.0
 
   def __post_init__(self):
     check_field_types(self)
@@ -75,6 +81,10 @@ class HParams:
       if getattr(self, name) <= 0:
         raise ValueError(f"hparam {name} must be positive, got "
                          f"{getattr(self, name)}")
+    if self.mixing_temperature <= 0:
+      raise ValueError(f"hparam mixing_temperature must be positive, got "
+                       f"{self.mixing_temperature}")
+    parse_rates(self.mixing_rates)
     for name in ("dropout", "attention_dropout", "relu_dropout",
                  "label_smoothing"):
       if not 0.0 <= getattr(self, name) < 1.0:
@@ -112,6 +122,20 @@ class HParams:
 
 
 _FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(HParams)}
+
+
+def parse_rates(text):
+  """The floats of a mixing_rates value ("0.5,0.5" or "0.5 0.5"), [] for
+  "". Raises ValueError: not numbers, negative, or all zero."""
+  try:
+    rates = [float(r) for r in text.replace(",", " ").split()]
+  except ValueError:
+    raise ValueError(f"hparam mixing_rates={text!r}: expected numbers "
+                     "separated by commas") from None
+  if rates and (min(rates) < 0 or sum(rates) <= 0):
+    raise ValueError(f"hparam mixing_rates={text!r}: expected non-negative "
+                     "rates, not all zero")
+  return rates
 
 
 # Typed frozen dataclasses of settings (HParams here, DecodeHParams in
@@ -158,12 +182,19 @@ def parse_typed_overrides(overrides, field_types, what="hparam"):
   """Parses `"a=1,b=2"` into `{"a": 1, "b": 2}`, typed by `field_types`
   ({name: type}; bool values are true/false).
 
+  A piece without "=" after a string field continues its value: in
+  "mixing_rates=0.5,0.5,dropout=0.1" mixing_rates is "0.5,0.5".
+
   Raises:
     ValueError: an unknown name (with close matches), a malformed pair or an
       unparseable value.
   """
   changes = {}
+  name = None
   for pair in filter(None, (p.strip() for p in (overrides or "").split(","))):
+    if "=" not in pair and name is not None and field_types[name] is str:
+      changes[name] += "," + pair
+      continue
     name, sep, text = pair.partition("=")
     name = name.strip()
     if not sep or not name:

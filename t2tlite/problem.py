@@ -85,9 +85,15 @@ def decode_defaults(name):
 def get_problem(name):
   """A new instance of the registered problem `name` (or `NAME_rev`).
 
+  A name of problems joined by "+" ("translate_ende_multi30k+translate_enfr_multi30k")
+  is their mixture, one problem (`t2tlite.mixture`).
+
   Raises:
     registry.RegistryError: unknown name; the message lists close names.
   """
+  if "+" in name:
+    from t2tlite import mixture
+    return mixture.MixtureProblem(name.split("+"))
   return registry.problems.get(name)()
 
 
@@ -273,6 +279,16 @@ class Problem:
     with open(paths[0], encoding="utf-8") as f_in, open(
         paths[1], encoding="utf-8") as f_out:
       return [(a.rstrip("\n"), b.rstrip("\n")) for a, b in zip(f_in, f_out)]
+
+  def sample_pairs(self, pairs, samples):
+    """The pairs of `text_pairs` the dev metric decodes: the first
+    `samples` (all for samples <= 0; a mixture's: of each member)."""
+    return pairs[:samples] if samples > 0 else pairs
+
+  @property
+  def target_languages(self):
+    """{language: tag} of a mixture's members (`t2tlite.mixture`); {}."""
+    return {}
 
   def postprocess(self, text, inputs=None):
     """Turns decoded target text into the problem's output form (identity

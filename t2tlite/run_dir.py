@@ -4,7 +4,8 @@
       hparams.json        the HParams the model was built with
       run.json            model and problem names, vocabulary size and
                           source, longest training example, flags used,
-                          the planned length of a --train_minutes run
+                          the planned length of a --train_minutes run, a
+                          mixture's target languages and their tags
       metrics.jsonl       one line per evaluation (t2tlite.train.best)
       best/               the best checkpoint by the dev metric
       vocab.model         a copy of the sentencepiece model (so the folder is
@@ -51,6 +52,8 @@ class RunInfo:
   # Tokens (EOS included) of the longest training example, inputs or
   # targets; None for runs that did not record it.
   longest_train_example: int | None = None
+  # A mixture's {language: tag} (t2tlite.data.languages); {} otherwise.
+  target_languages: dict = dataclasses.field(default_factory=dict)
 
   @property
   def shares_vocabulary(self):
@@ -72,7 +75,7 @@ def _copy_into(source, output_dir, name):
 def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
                    flags=None, model=DEFAULT_MODEL, longest_train_example=None,
                    target_vocab_size=None, target_vocab_source=None,
-                   parent=None):
+                   parent=None, target_languages=None):
   """Saves hparams.json, run.json and a copy of the vocabulary (or two).
 
   Args:
@@ -85,6 +88,8 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
     parent: None, or the run's lineage when it was warm-started
       (`t2tlite.train.warm_start.Parent.to_json`); a restart keeps the one
       recorded.
+    target_languages: a mixture's {language: tag}, which decoding and
+      export read (None or {}: a run of one problem).
   """
   if (target_vocab_source is None) != (target_vocab_size is None):
     raise ValueError("write_run_info: give both target_vocab_size and "
@@ -108,6 +113,8 @@ def write_run_info(output_dir, hp, problem, vocab_size, vocab_source,
     run["plan"] = plan
   if parent is not None:
     run["parent"] = parent
+  if target_languages:
+    run["target_languages"] = dict(target_languages)
   files.atomic_write_text(os.path.join(output_dir, RUN_FILE),
                           json.dumps(run, indent=2, sort_keys=True))
 
@@ -174,7 +181,8 @@ def read_run_info(output_dir):
                  target_vocab_file=target_vocab_file,
                  flags=run.get("flags", {}),
                  model=run.get("model", DEFAULT_MODEL),
-                 longest_train_example=run.get("longest_train_example"))
+                 longest_train_example=run.get("longest_train_example"),
+                 target_languages=run.get("target_languages") or {})
 
 
 def model_variables(model):

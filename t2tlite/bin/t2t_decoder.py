@@ -20,6 +20,10 @@ return_beams=true each line holds every beam and its score, tab-separated:
 num_samples > 1 (decode hparams sampling_temperature > 0, top_k, top_p,
 epsilon, sampling_seed, num_samples; docs/decoding.md), its samples in
 order.
+A model trained on a mixture of problems (`--problem=A+B`) decodes each
+line into the language --target_language names (`de`: the tag <2de> goes
+before the line), or the one of the tag the line starts with (a tag in the
+file wins); an unknown language is an error naming those it knows.
 Inputs longer than any training example (run.json records the longest) get
 a warning on stderr: a model rarely handles lengths it never saw.
 """
@@ -32,6 +36,7 @@ from absl import logging
 
 from t2tlite import files
 from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
+from t2tlite.data import languages
 from t2tlite.decode import describe
 
 # TensorFlow loads when these are first used, after the flags are parsed.
@@ -52,6 +57,11 @@ flags.DEFINE_string("target_prefix_file", None, "With --decode_from_file: "
 flags.DEFINE_boolean("postprocess", False, "Apply the problem's postprocess "
                      "to outputs (parsing: bracketed trees instead of "
                      "sequences; t2t-parse-eval reads either).")
+flags.DEFINE_string("target_language", None, "A model of a mixture of "
+                    "problems: the language to decode into (de: the tag "
+                    "<2de> before each line that does not start with a tag "
+                    "of its own); the languages are in run.json's "
+                    "target_languages.")
 flags.adopt_module_key_flags(run_flags)
 precision_flags.define_compute_flag("decoding")
 flags.declare_key_flag("mixed_precision")
@@ -164,7 +174,7 @@ def _decode_file(decoder, postprocess, lines, prefixes, length_warning):
     sys.stdout.writelines(r + "\n" for r in results)
 
 
-def _decode_interactive(decoder, postprocess, length_warning):
+def _decode_interactive(decoder, postprocess, length_warning, known):
   hp = decoder.hp
   prompt = sys.stdin.isatty()
   while True:
@@ -175,6 +185,11 @@ def _decode_interactive(decoder, postprocess, length_warning):
     if not line:
       return
     line = line.rstrip("\n")
+    try:
+      line = languages.tag_line(line, known, FLAGS.target_language)
+    except languages.LanguageError as error:
+      sys.stderr.write(f"t2t-decoder: error: {error}\n")
+      continue
     length_warning.check([line])
     (output,), (score,) = decoder.decode_lines([line], progress=False)
     print(_output_line(output, score, line, postprocess,
@@ -198,12 +213,17 @@ def _run():
     raise ValueError(
         f"--problem={FLAGS.problem}, but {FLAGS.output_dir} was trained on "
         f"{info.problem}; leave --problem out to use the trained one.")
+  known = info.target_languages
+  if FLAGS.target_language is not None:
+    languages.check_language(FLAGS.target_language, known)
   lines, prefixes = (None, None) if FLAGS.decode_interactive else (
       _read_input())
+  if lines is not None:
+    lines = languages.tag_lines(lines, known, FLAGS.target_language)
   decoder, problem_name, length_warning = _load(settled)
   postprocess = _postprocess_fn(problem_name)
   if FLAGS.decode_interactive:
-    _decode_interactive(decoder, postprocess, length_warning)
+    _decode_interactive(decoder, postprocess, length_warning, known)
   else:
     _decode_file(decoder, postprocess, lines, prefixes, length_warning)
 

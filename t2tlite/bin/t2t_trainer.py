@@ -453,7 +453,8 @@ def _train(output_dir):
         target_vocab_size=target_vocab_size,
         target_vocab_source=(None if target_vocab_size is None else
                              problem.vocab_file(data_dir, "targets")),
-        parent=warm_start.parent.to_json() if warm_start else None)
+        parent=warm_start.parent.to_json() if warm_start else None,
+        target_languages=problem.target_languages)
   config = train_config.TrainConfig(
       output_dir=output_dir, train_steps=hp.train_steps,
       schedule=FLAGS.schedule, eval_steps=FLAGS.eval_steps,

@@ -127,7 +127,7 @@ def _adopt_vocabulary(problem, data_dir, vocab_from):
       continue
     if os.path.exists(destination):
       logging.info("Replacing %s with %s (vocab_from).", destination, path)
-    _remove_records(data_dir, problem.data_name, problem.splits)
+    remove_records(data_dir, problem.data_name, problem.splits)
     files.atomic_copy(path, destination)
   return copied
 
@@ -156,7 +156,7 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
           "is not applied. Delete it to train a new one (its records are "
           "then regenerated).", path, size, vocab_size)
     return dict(info, size=size, reused=True)
-  _remove_records(data_dir, problem.data_name, problem.splits)
+  remove_records(data_dir, problem.data_name, problem.splits)
   text_side = None if problem.shares_vocabulary else side
   size = vocab_lib.train_sentencepiece(
       lambda: problem.vocab_texts(tmp_dir, raw_data_dir, side=text_side),
@@ -166,7 +166,7 @@ def _ensure_vocabulary(problem, data_dir, tmp_dir, raw_data_dir, vocab_size,
   return dict(info, size=size, reused=False)
 
 
-def _remove_records(data_dir, data_name, splits):
+def remove_records(data_dir, data_name, splits):
   names = "|".join(re.escape(split) for split in splits)
   stale = re.compile(
       rf"^{re.escape(data_name)}-({names})(-\d{{5}}-of-\d{{5}}"
@@ -177,7 +177,7 @@ def _remove_records(data_dir, data_name, splits):
       os.remove(os.path.join(data_dir, name))
 
 
-def _vocab_line(label, vocab):
+def vocab_line(label, vocab):
   requested = (f" (requested {vocab['requested']})" if vocab["requested"]
                and vocab["size"] != vocab["requested"] else "")
   how = "reused" if vocab["reused"] else "trained"
@@ -190,18 +190,32 @@ def _vocab_line(label, vocab):
 
 
 def format_summary(summary):
-  """The closing report of a `generate` summary, as text lines."""
+  """The closing report of a `generate` summary (or of a mixture's, with
+  its "members"), as text lines."""
   vocab = summary["vocab"]
   lines = [f"{summary['problem']} -> {summary['data_dir']}"]
+  if "members" in summary:
+    lines.append(vocab_line("vocabulary", vocab) +
+                 f", tags {' '.join(vocab['tags'])}")
+    for name, member in summary["members"].items():
+      lines.append(f"  {name} ({member['tag']}):")
+      lines.append(format_splits(member["splits"]))
+    return "\n".join(lines)
   if "targets" in vocab:
-    lines += [_vocab_line("input vocabulary", vocab),
-              _vocab_line("target vocabulary", vocab["targets"])]
+    lines += [vocab_line("input vocabulary", vocab),
+              vocab_line("target vocabulary", vocab["targets"])]
   else:
-    lines.append(_vocab_line("vocabulary", vocab))
-  width = max([6] + [len(split) for split in summary["splits"]])
-  lines.append(f"  {'split':{width}} {'examples':>10} {'input tok':>12} "
-               f"{'target tok':>12} {'shards':>12}  skipped")
-  for split, stats in summary["splits"].items():
+    lines.append(vocab_line("vocabulary", vocab))
+  lines.append(format_splits(summary["splits"]))
+  return "\n".join(lines)
+
+
+def format_splits(splits):
+  """The table of a summary's splits, as text lines."""
+  width = max([6] + [len(split) for split in splits])
+  lines = [f"  {'split':{width}} {'examples':>10} {'input tok':>12} "
+           f"{'target tok':>12} {'shards':>12}  skipped"]
+  for split, stats in splits.items():
     skipped = ", ".join(
         f"{count} {reason} (e.g. "
         f"{'; '.join(stats['skipped_where'][reason][:2]) or '-'})"

@@ -6,6 +6,7 @@ to exactly L and holds batch_size // L examples, so every batch has at most
 batch_size padded tokens, and there are only as many shapes as buckets (bounded
 retracing, static-ish shapes for XLA).
 """
+import numpy as np
 import tensorflow as tf
 
 from t2tlite.data import records
@@ -64,9 +65,23 @@ def make_dataset(files, batch_size, max_length, training, input_context=None,
     tf.data.Dataset of {"inputs": int32 [batch, L], "targets": int32
     [batch, L]}, L a bucket length, batch * L <= batch_size, padding 0.
   """
+  check_batch_size(batch_size, max_length)
+  return batch_examples(
+      example_dataset(files, max_length, training, input_context, swap, seed,
+                      repeat, shuffle_buffer), batch_size, max_length)
+
+
+def check_batch_size(batch_size, max_length):
   if batch_size < max_length:
     raise ValueError(f"batch_size={batch_size} tokens cannot hold one example "
                      f"of max_length={max_length}; raise batch_size.")
+
+
+def example_dataset(files, max_length, training, input_context=None,
+                    swap=False, seed=None, repeat=False,
+                    shuffle_buffer=10_000):
+  """`make_dataset`'s examples before batching: {"inputs": int32 [n],
+  "targets": int32 [n]} each, EOS included, at most max_length long."""
   files = list(files)
   pipelines, pipeline_id = ((input_context.num_input_pipelines,
                              input_context.input_pipeline_id)
@@ -95,8 +110,12 @@ def make_dataset(files, batch_size, max_length, training, input_context=None,
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
   # unbatch gives each row as a ragged tensor of ragged rank 0; a map turns
   # it into the plain int32 [n] tensor that padded batching takes.
-  dataset = dataset.unbatch().map(dict, num_parallel_calls=tf.data.AUTOTUNE,
-                                  deterministic=not training)
+  return dataset.unbatch().map(dict, num_parallel_calls=tf.data.AUTOTUNE,
+                               deterministic=not training)
+
+
+def batch_examples(dataset, batch_size, max_length):
+  """Examples (`example_dataset`'s) into `make_dataset`'s length buckets."""
   lengths = bucket_lengths(max_length)
   dataset = dataset.bucket_by_sequence_length(
       example_length,
@@ -107,3 +126,22 @@ def make_dataset(files, batch_size, max_length, training, input_context=None,
       padded_shapes={"inputs": [None], "targets": [None]},
       pad_to_bucket_boundary=True)  # default padding value: 0 = PAD
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def mixing_choices(rates, seed=None):
+  """An endless dataset of member indices (int64 []; Dataset.random draws
+  32 random bits each), index i drawn with
+  probability rates[i] / sum(rates), the same sequence for the same seed
+  whatever the members' own streams do: what `mixed_examples` follows."""
+  rates = np.asarray(rates, np.float64)
+  bounds = tf.constant(np.cumsum(rates / rates.sum())[:-1])
+  return tf.data.Dataset.random(seed=seed).map(
+      lambda r: tf.searchsorted(
+          bounds, [tf.cast(r % (1 << 32), tf.float64) / (1 << 32)],
+          side="right", out_type=tf.int64)[0])
+
+
+def mixed_examples(datasets, rates, seed=None):
+  """Examples drawn from endless `datasets` by `mixing_choices`."""
+  return tf.data.Dataset.choose_from_datasets(
+      datasets, mixing_choices(rates, seed))

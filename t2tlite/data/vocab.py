@@ -34,7 +34,8 @@ _WORD_MODEL_OPTIONS = dict(
 
 
 def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
-                        input_sentence_size=1_000_000, byte_fallback=False):
+                        input_sentence_size=1_000_000, byte_fallback=False,
+                        user_defined_symbols=()):
   """Trains a sentencepiece model; writes it to `path` (tmp name, then rename).
 
   A size the corpus cannot support is changed, with a warning: too large
@@ -54,6 +55,9 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
       are used for training (bounds memory on large corpora).
     byte_fallback: characters outside the vocabulary are encoded as UTF-8
       byte pieces instead of UNK (lossless; needs 256 extra pieces).
+    user_defined_symbols: pieces reserved whole, ids 3, 4, ... in order
+      (the target-language tags of a mixture, `t2tlite.data.languages`):
+      always one id wherever they occur, never part of another piece.
 
   Returns:
     The number of pieces of the trained model.
@@ -75,7 +79,8 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
           input_sentence_size=input_sentence_size,
           byte_fallback=byte_fallback,
           shuffle_input_sentence=True, num_threads=os.cpu_count() or 1,
-          minloglevel=2, **options)
+          minloglevel=2, user_defined_symbols=list(user_defined_symbols),
+          **options)
       break
     except RuntimeError as error:
       too_high = re.search(r"value <= (\d+)", str(error))

@@ -167,7 +167,8 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   module = ServingModule(
       run.model, vocab, settled,
       target_vocab=None if info.shares_vocabulary else run.target_vocab,
-      constraint=constraint, postprocess=postprocess)
+      constraint=constraint, postprocess=postprocess,
+      target_languages=info.target_languages)
   export_dir = export_dir or os.path.join(output_dir, EXPORT_SUBDIR)
   tf.io.gfile.makedirs(export_dir)
   tmp = os.path.join(export_dir, f"temp-{uuid.uuid4().hex}")
@@ -182,7 +183,9 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
                 "target_vocab_size": module.target_vocab.size,
                 "constrained": constraint is not None,
                 # A warm-started run's lineage (run.json's "parent"), or None.
-                "parent": run_dir.read_parent(output_dir)}
+                "parent": run_dir.read_parent(output_dir),
+                # A mixture's {language: tag} (translate_to_language).
+                "target_languages": info.target_languages}
     tf.io.gfile.makedirs(os.path.dirname(os.path.join(tmp, METADATA_FILE)))
     files.atomic_write_text(os.path.join(tmp, METADATA_FILE),
                             json.dumps(metadata, indent=2, sort_keys=True))

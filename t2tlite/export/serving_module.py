@@ -18,6 +18,15 @@ the input key "inputs" and return the keys "outputs" and "scores"):
                      ending with EOS (1)
                      -> outputs int32 [batch, out_len] ids ending with EOS,
                         0-padded; scores float32 [batch]
+    translate_to_language
+                     (a model of a mixture of problems only) inputs
+                     tf.string [batch] as serving_default, and
+                     target_language tf.string [batch]: the tag of that
+                     language ("de": <2de>) goes before its line; "" for
+                     a line left as it is (starting with its own tag); an
+                     unknown language fails the request, naming the
+                     languages the model knows
+                     -> outputs, scores as serving_default
     score            inputs tf.string [batch] source text, targets
                      tf.string [batch] their translations
                      -> scores float32 [batch] log P(target | input), EOS
@@ -68,6 +77,8 @@ TEXT_SIGNATURE = "serving_default"
 IDS_SIGNATURE = "translate_ids"
 PREFIX_SIGNATURE = "translate_with_prefix"
 PREFIX_KEY = "target_prefixes"
+LANGUAGE_SIGNATURE = "translate_to_language"
+LANGUAGE_KEY = "target_language"
 SCORE_SIGNATURE = "score"
 INPUT_KEY = "inputs"
 TARGET_KEY = "targets"
@@ -181,6 +192,24 @@ def translate_text(model, vocab, settled, max_input_length, inputs,
   return {"outputs": outputs, "scores": _zero_where(blank, result["scores"])}
 
 
+def tag_inputs(inputs, target_language, target_languages):
+  """inputs tf.string [batch] with the tag of target_language tf.string
+  [batch] before each ("" leaves its line alone), by a {language: tag}
+  dict; an unknown language fails (InvalidArgumentError) naming the
+  known ones."""
+  names = sorted(target_languages)
+  known = tf.constant(names)
+  tags = tf.constant([target_languages[n] for n in names])
+  match = tf.equal(target_language[:, tf.newaxis], known[tf.newaxis, :])
+  given = tf.not_equal(target_language, "")
+  check = tf.debugging.Assert(
+      tf.reduce_all(tf.reduce_any(match, axis=1) | ~given),
+      [f"unknown target_language: this model knows {', '.join(names)}"])
+  with tf.control_dependencies([check]):
+    tag = tf.gather(tags, tf.argmax(tf.cast(match, tf.int32), axis=1))
+    return tf.where(given, tf.strings.join([tag, inputs], " "), inputs)
+
+
 def translate_ids(model, vocab_size, settled, max_input_length, inputs,
                   constraint=None, search_weights=None):
   """Ids in, ids out (the translate_ids signature).
@@ -291,10 +320,13 @@ class ServingModule(tf.Module):
       outputs obey (`problem_decoding.decode_constraint`).
     postprocess: None, or the text signature's in-graph postprocess
       (`Problem.postprocess_graph`; parsing: bracketed trees with the words).
+    target_languages: a mixture's {language: tag}: adds the
+      translate_to_language signature; None or {} for one problem.
   """
 
   def __init__(self, model, vocab, settled, max_input_length=None, name=None,
-               target_vocab=None, constraint=None, postprocess=None):
+               target_vocab=None, constraint=None, postprocess=None,
+               target_languages=None):
     super().__init__(name=name)
     self.model_weights = {path: variable.value for path, variable
                           in run_dir.model_variables(model).items()}
@@ -328,6 +360,13 @@ class ServingModule(tf.Module):
             constraint, postprocess, weights, target_prefixes),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY),
         tf.TensorSpec([None], tf.string, name=PREFIX_KEY))
+    self.translate_to_language = target_languages and _traced(
+        lambda inputs, target_language: translate_text(
+            model, vocab, settled, length,
+            tag_inputs(inputs, target_language, target_languages),
+            self.target_vocab, constraint, postprocess, weights),
+        tf.TensorSpec([None], tf.string, name=INPUT_KEY),
+        tf.TensorSpec([None], tf.string, name=LANGUAGE_KEY))
     self.translate_ids = _traced(
         lambda inputs: translate_ids(model, vocab.size, settled, length,
                                      inputs, constraint, weights),
@@ -340,7 +379,10 @@ class ServingModule(tf.Module):
 
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
-    return {TEXT_SIGNATURE: self.translate_text,
-            PREFIX_SIGNATURE: self.translate_with_prefix,
-            IDS_SIGNATURE: self.translate_ids,
-            SCORE_SIGNATURE: self.score}
+    signatures = {TEXT_SIGNATURE: self.translate_text,
+                  PREFIX_SIGNATURE: self.translate_with_prefix,
+                  IDS_SIGNATURE: self.translate_ids,
+                  SCORE_SIGNATURE: self.score}
+    if self.translate_to_language:
+      signatures[LANGUAGE_SIGNATURE] = self.translate_to_language
+    return signatures

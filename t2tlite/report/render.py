@@ -145,14 +145,20 @@ def _metric_plots(run):
   The trainer's teacher-forced accuracies (fractions, 0-1) share one; every
   other metric (BLEU, exact match, F1 are 0-100; a plugin's own score may
   be anything) gets a plot of its own, so no curve reads as flat zero
-  beside another a hundred times larger."""
+  beside another a hundred times larger; a mixture's members share their
+  figure's."""
   series = _metric_series(run)
   fractions = {name: points for name, points in series.items()
                if name[len("dev "):] in _FRACTIONS}
   plots = [("Dev accuracy (teacher-forced)", "fraction (0-1)", fractions)]
-  plots += [(f"Dev {name[len('dev '):]}", name[len("dev "):],
-             {name: points}) for name, points in series.items()
-            if name not in fractions]
+  # A mixture's figures per member and their mean (bleu/MEMBER,
+  # bleu/mean) share the plot of their figure, one curve each.
+  groups = {}
+  for name, points in series.items():
+    if name not in fractions:
+      groups.setdefault(name[len("dev "):].split("/")[0], {})[name] = points
+  plots += [(f"Dev {figure}", figure, group)
+            for figure, group in groups.items()]
   # One evaluation is a point, not a curve: the tables hold it.
   return [plot for plot in plots
           if max(map(len, plot[2].values()), default=0) >= 2]

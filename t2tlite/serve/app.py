@@ -271,8 +271,12 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   @app.post("/api/translate")
   def translate():
     refuse_unless_ready()
-    lines, overrides, n_best, prefixes = checks.translate_request(body(),
+    data = body()
+    lines, overrides, n_best, prefixes = checks.translate_request(data,
                                                                   limits)
+    # A mixture's model: each line gets its target language's tag.
+    lines = source.tag_lines(lines,
+                             checks.target_languages(data, len(lines)))
     hp = source.decode_hparams(overrides)
     checks.check_search_width(hp, limits)
     source.check_prefixes(lines, hp, n_best, prefixes)
@@ -296,7 +300,9 @@ def make_app(source, limits, batch_limits=None, lifecycle=None):
   @app.post("/api/attention")
   def attention():
     refuse_unless_ready()
-    line, overrides, prefix = checks.attention_request(body(), limits)
+    data = body()
+    line, overrides, prefix = checks.attention_request(data, limits)
+    line, = source.tag_lines([line], checks.target_languages(data, 1))
     hp = source.decode_hparams(overrides)
     checks.check_search_width(hp, limits)
     # The answer is made while the slot is held, so that a drain that

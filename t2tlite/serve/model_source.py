@@ -214,7 +214,8 @@ class ModelSource:
     """{"problem", "export", "run_folder", "decode_hparams" (the defaults,
     dict), "layers", "heads" (None without the run folder), "n_best"
     (whether the n-best can be asked for), "ensemble" (the members'
-    paths, None for one model)}."""
+    paths, None for one model), "target_languages" (a mixture's, sorted;
+    [] for one problem)}."""
     hp = self._run_info().hparams if self.run_folder else None
     return {"problem": self._problem(), "export": self.saved_model_dir,
             "run_folder": self.run_folder,
@@ -222,7 +223,29 @@ class ModelSource:
             "layers": hp.num_layers if hp else None,
             "heads": hp.num_heads if hp else None,
             "n_best": bool(self.run_folder or self._export_has_n_best()),
-            "ensemble": self.ensemble}
+            "ensemble": self.ensemble,
+            "target_languages": sorted(self.target_languages)}
+
+  @property
+  def target_languages(self):
+    """A mixture's {language: tag} (the export's, else the run's); {}."""
+    if self.metadata:
+      return self.metadata.get("target_languages") or {}
+    return self._run_info().target_languages
+
+  def tag_lines(self, lines, targets=None):
+    """`lines` with their target languages' tags (`targets`: None, or a
+    language or None per line; `languages.tag_line`). Raises RequestError
+    (one line, naming the known languages)."""
+    from t2tlite.data import languages
+    known = self.target_languages
+    try:
+      if targets is None:
+        return languages.tag_lines(lines, known)
+      return [languages.tag_line(line, known, target)
+              for line, target in zip(lines, targets)]
+    except languages.LanguageError as error:
+      raise RequestError(str(error)) from None
 
   def _run_info(self):
     """The run folder's RunInfo (hparams.json, run.json), read once."""

@@ -2,9 +2,10 @@
 field and what was expected (the server answers it with HTTP 400).
 
     POST /api/translate  {"lines": [str, ...], "decode_hparams": str,
-                          "n_best": bool, "target_prefixes": [str, ...]}
+                          "n_best": bool, "target_prefixes": [str, ...],
+                          "target_language": str or [str or null, ...]}
     POST /api/attention  {"line": str, "decode_hparams": str,
-                          "target_prefix": str}
+                          "target_prefix": str, "target_language": str}
 
 All but lines and line are optional.
 """
@@ -84,10 +85,32 @@ def _decode_hparams(data):
   return value
 
 
+def _language(value, where):
+  if value is not None and not isinstance(value, str):
+    raise BadRequest(f"{where}: expected a language such as \"de\", got "
+                     f"{type(value).__name__}")
+  return value
+
+
+def target_languages(data, count):
+  """The request's target_language: None, or one (str or None) per line
+  (a model of a mixture of problems, `t2tlite.data.languages`)."""
+  value = data.get("target_language")
+  if isinstance(value, list):
+    if len(value) != count:
+      raise BadRequest(f"target_language: expected one language, or a list "
+                       f"of {count}, one per line")
+    return [_language(v, f"target_language[{i}]")
+            for i, v in enumerate(value)]
+  value = _language(value, "target_language")
+  return None if value is None else [value] * count
+
+
 def translate_request(data, limits):
   """(lines, decode_hparams, n_best, target_prefixes: None or a str per
-  line) of a translate request."""
-  _check_keys(data, ("lines", "decode_hparams", "n_best", "target_prefixes"))
+  line) of a translate request (its target_language: `target_languages`)."""
+  _check_keys(data, ("lines", "decode_hparams", "n_best", "target_prefixes",
+                     "target_language"))
   lines = data.get("lines")
   if not isinstance(lines, list):
     raise BadRequest("lines: expected a list of strings, got "
@@ -115,7 +138,8 @@ def translate_request(data, limits):
 def attention_request(data, limits):
   """(line, decode_hparams, target_prefix or None) of an attention
   request."""
-  _check_keys(data, ("line", "decode_hparams", "target_prefix"))
+  _check_keys(data, ("line", "decode_hparams", "target_prefix",
+                     "target_language"))
   if "line" not in data:
     raise BadRequest("line: missing; expected the sentence to show")
   line = _line(data["line"], "line", limits)

@@ -20,7 +20,7 @@ from absl import logging
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite import run_decoding
-from t2tlite.data import trees
+from t2tlite.data import languages, trees
 from t2tlite.decode import describe, machine
 from t2tlite.evaluate import bleu, parsing_f1
 
@@ -79,7 +79,10 @@ _SCORERS = {"bleu": bleu_scores, "bracket_f1": bracket_f1_scores,
 
 def score_outputs(problem, outputs, pairs):
   """{name: score} of decoded `outputs` against `pairs`, by the problem's
-  metric (a built-in one, or the problem's `score_outputs`)."""
+  metric (a built-in one, or the problem's `score_outputs`; a mixture's:
+  `mixture_scores`)."""
+  if problem.target_languages:
+    return mixture_scores(problem, outputs, pairs)
   scorer = _SCORERS.get(problem.metric)
   scores = (scorer(outputs, pairs) if scorer else
             problem.score_outputs(outputs, pairs))
@@ -88,6 +91,26 @@ def score_outputs(problem, outputs, pairs):
                       f"{sorted(scores)}, without its metric "
                       f"{problem.metric!r}")
   return {k: float(v) for k, v in scores.items()}
+
+
+def mixture_scores(mixture, outputs, pairs):
+  """A mixture's figures: each member's, named `<figure>/<member>`, on
+  its own lines (by their tags), and the mean of the members' metrics as
+  the mixture's (`<metric>/mean`)."""
+  scores, values = {}, []
+  for view in mixture.views:
+    mine = [(out, (languages.strip_tag(source, {view.language: view.tag}),
+                   target))
+            for out, (source, target) in zip(outputs, pairs)
+            if languages.line_language(source, {view.language: view.tag})]
+    if not mine:
+      continue
+    member = score_outputs(view.member, [out for out, _ in mine],
+                           [pair for _, pair in mine])
+    scores.update({f"{k}/{view.member.name}": v for k, v in member.items()})
+    values.append(member[view.member.metric])
+  scores[mixture.metric] = sum(values) / max(len(values), 1)
+  return scores
 
 
 def check_metric(problem):
@@ -130,7 +153,7 @@ class DevMetric:
     if not pairs:
       raise MetricError(f"the dev metric needs the {split} text, but "
                         f"{problem.text_files(data_dir, split)[0]} is empty")
-    self.pairs = pairs[:samples] if samples > 0 else pairs
+    self.pairs = problem.sample_pairs(pairs, samples)
     self.hp = problem_decoding.decode_hparams(problem.name, decode_hparams)
     # Settled once; TensorFlow's threads stay training's.
     self.settled = machine.settle(self.hp)

@@ -178,8 +178,9 @@ def test_plugin_registers_problem_and_hparams(monkeypatch):
   monkeypatch.setattr(registry, "_loaded_usr_dirs", set())
   try:
     registry.import_usr_dir(str(PLUGINS))
-    assert registry.problems.names() == ["plugin_sort_digits",
-                                         "plugin_sort_digits_scored"]
+    assert registry.problems.names() == [
+        "plugin_copy_digits", "plugin_reverse_digits", "plugin_sort_digits",
+        "plugin_sort_digits_scored"]
     hp = create_hparams("plugin_tiny", "batch_size=512")
     assert (hp.num_layers, hp.max_length, hp.batch_size) == (1, 32, 512)
     reverse = problem_lib.get_problem("plugin_sort_digits_rev")
@@ -294,7 +295,7 @@ def test_new_vocabulary_removes_the_records_of_extra_test_splits(tmp_path):
            "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]
   for name in names:
     (tmp_path / name).write_text("x")
-  datagen._remove_records(str(tmp_path), "p",
+  datagen.remove_records(str(tmp_path), "p",
                           ("train", "dev", "test", "test2017_flickr"))
   assert sorted(p.name for p in tmp_path.iterdir()) == [
       "p-unknown-00000-of-00001", "q-test2017_flickr.inputs.txt"]

@@ -15,9 +15,10 @@ The ranks, lowest first; packages on one rank are independent of each other:
   2  models    t2tlite.models (the Transformer and its config)
      evaluate  t2tlite.evaluate (BLEU and bracket F1 of texts)
   3  decode    t2tlite.decode (searches, constraints, batched decoding)
-  4  problems  t2tlite.problem (the base class) and t2tlite.problems
+  4  problems  t2tlite.problem (the base class), t2tlite.problems
                (the registered ones, from problems/; parsing's decoding
-               constraint is a t2tlite.decode one)
+               constraint is a t2tlite.decode one) and t2tlite.mixture
+               (several problems as one)
   5  run_dir   t2tlite.run_dir (a training folder and its model)
      problem_decoding  t2tlite.problem_decoding (a problem's decode
                defaults and constraint, by name)
@@ -58,7 +59,7 @@ RANKS = [
      "hparams": ("t2tlite.hparams",)},
     {"models": ("t2tlite.models",), "evaluate": ("t2tlite.evaluate",)},
     {"decode": ("t2tlite.decode",)},
-    {"problems": ("t2tlite.problem", "t2tlite.problems")},
+    {"problems": ("t2tlite.problem", "t2tlite.problems", "t2tlite.mixture")},
     {"run_dir": ("t2tlite.run_dir",),
      "problem_decoding": ("t2tlite.problem_decoding",)},
     {"run_decoding": ("t2tlite.run_decoding",)},

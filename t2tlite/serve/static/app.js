@@ -32,6 +32,13 @@ async function loadInfo() {
       `${modelInfo.problem}${shape}; beam_size=${hp.beam_size}, alpha=${hp.alpha}` +
       ` (from ${from})`;
     $("n-best").disabled = !modelInfo.n_best;
+    const languages = modelInfo.target_languages || [];
+    $("target-language").replaceChildren(...languages.map(language => {
+      const option = document.createElement("option");
+      option.value = option.textContent = language;
+      return option;
+    }));
+    $("language-choice").hidden = !languages.length;
     $("decode-hparams").placeholder = `beam_size=${hp.beam_size},alpha=${hp.alpha}`;
   } catch (e) {
     $("model-info").textContent = "the model's information is unavailable: " + e.message;
@@ -93,6 +100,7 @@ async function translate(event) {
       lines, decode_hparams: $("decode-hparams").value, n_best: $("n-best").checked};
     const prefix = $("target-prefix").value;
     if (prefix.trim()) request.target_prefixes = lines.map(() => prefix);
+    if (!$("language-choice").hidden) request.target_language = $("target-language").value;
     const data = await api("/api/translate", request);
     renderResults(lines, data);
     document.body.dataset.state = "translated";
@@ -255,6 +263,7 @@ async function showAttention(line, item) {
     const request = {line, decode_hparams: $("decode-hparams").value};
     const prefix = $("target-prefix").value;
     if (prefix.trim()) request.target_prefix = prefix;
+    if (!$("language-choice").hidden) request.target_language = $("target-language").value;
     const data = await api("/api/attention", request);
     $("attention-title").textContent = `${data.source} \u2192 ${data.target}`;
     renderMembers(data);

@@ -1,0 +1,99 @@
+"""Target-language tags of a model trained on a mixture of problems
+(`t2tlite.mixture`): each member's source lines start with its tag, `<2de>`
+for a member translating into German (Johnson et al., 2017), one reserved
+piece of the shared vocabulary (a sentencepiece user-defined symbol, never
+split or merged with text).
+
+A member's language is its problem's `target_lang` (the source_lang of a
+`_rev` problem), or, for a problem without one, its name: `<2my_problem>`.
+
+    tag_of("de")                                   # "<2de>"
+    tag_lines(["A dog."], {"de": "<2de>"}, "de")   # ["<2de> A dog."]
+
+A line that already starts with a known tag keeps it (a per-line choice in
+an input file); a model that knows no languages takes lines as they are.
+"""
+import re
+
+_TAG = re.compile(r"^<2([^<>\s]+)>(?=\s|$)")
+
+
+class LanguageError(ValueError):
+  """An unknown or missing target language; str() is one line naming the
+  languages the model knows."""
+
+
+def tag_of(language):
+  """The tag of a language name: "<2" + language + ">"."""
+  return f"<2{language}>"
+
+
+def language_of(problem):
+  """The target language a mixture member is tagged with: its target_lang
+  (source_lang when reversed), else its name."""
+  side = "source_lang" if getattr(problem, "reverse", False) else (
+      "target_lang")
+  return getattr(problem, side, None) or problem.name
+
+
+def line_language(line, languages):
+  """The language whose tag starts `line`, or None."""
+  match = _TAG.match(line)
+  if match and match.group(1) in languages:
+    return match.group(1)
+  return None
+
+
+def check_language(language, languages):
+  """Raises LanguageError unless `language` is one of `languages` (a
+  {language: tag} dict); None passes when the model knows no languages."""
+  if language is None and not languages:
+    return
+  if not languages:
+    raise LanguageError(
+        f"target_language={language}: this model was trained on one "
+        "problem and knows no target languages; leave it out")
+  if language not in languages:
+    what = (f"a target language is needed (target_language, or a tag "
+            f"such as {next(iter(languages.values()))} starting the line)"
+            if language is None else f"unknown target_language {language!r}")
+    raise LanguageError(f"{what}: this model knows "
+                        f"{', '.join(sorted(languages))}")
+
+
+def tag_line(line, languages, language=None):
+  """`line` as the model reads it: prefixed with `language`'s tag, unless
+  the model knows no languages, the line is empty or already starts with a
+  known tag (which then wins over `language`).
+
+  Raises:
+    LanguageError: `language` unknown, or needed (a multilingual model, a
+      non-empty line without a tag) and None.
+  """
+  if not languages or not line.strip():
+    if language is not None:
+      check_language(language, languages)
+    return line
+  if line_language(line, languages) is not None:
+    if language is not None:
+      check_language(language, languages)
+    return line
+  check_language(language, languages)
+  return f"{languages[language]} {line}"
+
+
+def tag_lines(lines, languages, language=None):
+  """`tag_line` of each line, with one language for all (or a list of one
+  per line)."""
+  if isinstance(language, (list, tuple)):
+    return [tag_line(line, languages, lang)
+            for line, lang in zip(lines, language)]
+  return [tag_line(line, languages, language) for line in lines]
+
+
+def strip_tag(line, languages):
+  """`line` without a leading known tag (and the space after it)."""
+  match = _TAG.match(line)
+  if match and match.group(1) in languages:
+    return line[match.end():].lstrip(" ")
+  return line

@@ -1,0 +1,135 @@
+"""A mixture of problems (t2tlite.mixture) without training: target-language
+tags, one vocabulary with the tags as reserved pieces, records written the
+same under a seed, and the mixing rates and draws."""
+import collections
+import os
+import sys
+
+import pytest
+
+from t2tlite import create_hparams, registry
+from t2tlite import problem as problem_lib
+from t2tlite.data import languages, pipeline
+from t2tlite.data.vocab import Vocabulary
+
+PLUGINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support",
+                       "plugins")
+MIXTURE = "plugin_copy_digits+plugin_reverse_digits"
+KNOWN = {"cp": "<2cp>", "plugin_reverse_digits": "<2plugin_reverse_digits>"}
+
+
+@pytest.fixture(scope="module")
+def mixture():
+  registry.import_usr_dir(PLUGINS)
+  yield problem_lib.get_problem(MIXTURE)
+  # As test_datagen.py does: a later fresh import runs the modules again.
+  for name in [m for m in sys.modules if m.startswith("t2t_usr_plugins")]:
+    del sys.modules[name]
+
+
+@pytest.fixture(scope="module")
+def data_dirs(mixture, tmp_path_factory):
+  """The mixture's data generated twice, in two folders."""
+  folders = [str(tmp_path_factory.mktemp(f"data{i}")) for i in range(2)]
+  for folder in folders:
+    mixture.generate_data(folder)
+  return folders
+
+
+def test_tags_name_the_target_language_or_the_problem(mixture):
+  assert mixture.target_languages == KNOWN
+  assert mixture.metric == "exact_match/mean"
+  multi30k = problem_lib.get_problem(
+      "translate_ende_multi30k+translate_enfr_multi30k_rev")
+  assert multi30k.target_languages == {"de": "<2de>", "en": "<2en>"}
+  assert problem_lib.get_problem(
+      "translate_ende_multi30k+translate_enfr_multi30k").target_languages == {
+          "de": "<2de>", "fr": "<2fr>"}
+
+
+@pytest.mark.parametrize("name, message", [
+    ("plugin_copy_digits+plugin_copy_digits", "two or more different"),
+    ("plugin_copy_digits+parsing_wsj", "their own vocabulary"),
+    ("translate_ende_multi30k+translate_ende_wmt", "same language"),
+])
+def test_bad_mixtures_are_one_line_errors(mixture, name, message):
+  with pytest.raises(problem_lib.DataError, match=message):
+    problem_lib.get_problem(name)
+  with pytest.raises(registry.RegistryError, match="plugin_copy_digit"):
+    problem_lib.get_problem("plugin_copy_digit+plugin_reverse_digits")
+
+
+def test_lines_get_the_tag_of_their_language():
+  assert languages.tag_lines(["1 2", "<2cp> 3", ""], KNOWN,
+                             "plugin_reverse_digits") == [
+      "<2plugin_reverse_digits> 1 2", "<2cp> 3", ""]
+  assert languages.tag_lines(["1", "2"], KNOWN, ["cp", "cp"]) == [
+      "<2cp> 1", "<2cp> 2"]
+  assert languages.tag_lines(["1 2"], {}) == ["1 2"]
+  with pytest.raises(languages.LanguageError,
+                     match="unknown target_language 'de': this model knows "
+                           "cp, plugin_reverse_digits"):
+    languages.tag_lines(["1 2"], KNOWN, "de")
+  with pytest.raises(languages.LanguageError, match="is needed"):
+    languages.tag_lines(["1 2"], KNOWN)
+  with pytest.raises(languages.LanguageError, match="knows no target"):
+    languages.tag_lines(["1 2"], {}, "de")
+
+
+def test_mixing_rates_parse_with_their_commas():
+  hp = create_hparams("transformer_tiny",
+                      "mixing_rates=0.25,0.75,dropout=0.2")
+  assert (hp.mixing_rates, hp.dropout) == ("0.25,0.75", 0.2)
+  for bad in ("mixing_rates=a,b", "mixing_rates=0,0",
+              "mixing_temperature=0"):
+    with pytest.raises(ValueError, match="mixing_"):
+      create_hparams("transformer_tiny", bad)
+
+
+def test_one_vocabulary_with_the_tags_and_the_same_records(mixture,
+                                                           data_dirs):
+  first, second = data_dirs
+  vocab = mixture.vocabulary(first)
+  assert vocab.pieces()[3:5] == list(KNOWN.values())
+  # A tag is one id wherever it stands; text never makes it.
+  assert vocab.encode_text("<2cp> 1 2", add_eos=False)[:2] == [
+      vocab.pieces().index("▁"), 3]
+  assert 3 not in vocab.encode_text("< 2 cp > 1", add_eos=False)
+  for view in mixture.views:
+    for split in ("train", "dev"):
+      for a, b in zip(view.shard_files(first, split),
+                      view.shard_files(second, split)):
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+          assert fa.read() == fb.read()
+    pairs = view.text_pairs(first, "dev")
+    assert all(source.startswith(view.tag + " ") for source, _ in pairs)
+  assert Vocabulary.from_file(mixture.vocab_file(second)).model_proto == (
+      vocab.model_proto)
+  stats = mixture.split_stats(first, "train")
+  assert stats["examples"] == 6000
+
+
+def test_rates_by_size_temperature_or_given(mixture, data_dirs):
+  hp = create_hparams("transformer_tiny", "max_length=16")
+  assert mixture.rates(data_dirs[0], hp) == [0.5, 0.5]
+  hp = hp.replace(mixing_rates="1,3")
+  assert mixture.rates(data_dirs[0], hp) == [0.25, 0.75]
+  with pytest.raises(ValueError, match="3 rates for the 2 members"):
+    mixture.rates(data_dirs[0], hp.replace(mixing_rates="1,1,1"))
+
+
+def test_draws_follow_the_rates_and_the_seed():
+  import tensorflow as tf
+  draws = [int(i) for i in pipeline.mixing_choices([1, 3], seed=5)
+           .take(4000).as_numpy_iterator()]
+  again = [int(i) for i in pipeline.mixing_choices([1, 3], seed=5)
+           .take(4000).as_numpy_iterator()]
+  other = [int(i) for i in pipeline.mixing_choices([1, 3], seed=6)
+           .take(4000).as_numpy_iterator()]
+  assert draws == again != other
+  assert abs(collections.Counter(draws)[1] / 4000 - 0.75) < 0.03
+  streams = [tf.data.Dataset.from_tensors(tf.constant(i, tf.int64)).repeat()
+             for i in range(2)]
+  mixed = [int(i) for i in pipeline.mixed_examples(streams, [1, 3], seed=5)
+           .take(4000).as_numpy_iterator()]
+  assert mixed == draws
