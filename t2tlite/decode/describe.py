@@ -8,19 +8,12 @@ beam_size), then the other settings that differ from their defaults.
 """
 import dataclasses
 
-from t2tlite.decode.settings import DecodeHParams
-
-_SAMPLING = ("sampling_temperature", "top_k", "top_p", "epsilon",
-             "sampling_seed", "num_samples")
-_BEAM = ("beam_size", "alpha", "return_beams")
-_DEFAULTS = DecodeHParams()
+from t2tlite.decode import strategy as strategy_lib
 
 
 def strategy(hp):
   """"sampling", "greedy search" or "beam search"."""
-  if hp.sampling:
-    return "sampling"
-  return "greedy search" if hp.beam_size == 1 else "beam search"
+  return strategy_lib.of(hp).name
 
 
 def _setting(hp, field):
@@ -31,19 +24,12 @@ def _setting(hp, field):
 
 def describe(hp):
   """One line naming `hp`'s strategy and the settings that act on it."""
-  name = strategy(hp)
-  if name == "sampling":
-    own = ["sampling_temperature"] + [
-        field for field in ("top_k", "top_p", "epsilon")
-        if getattr(hp, field) != getattr(_DEFAULTS, field)] + [
-            "sampling_seed", "num_samples"]
-  else:  # greedy search reads return_beams too (a beam axis of one)
-    own = (["beam_size", "alpha"] if name == "beam search" else []) + (
-        ["return_beams"] if hp.return_beams else [])
+  chosen = strategy_lib.of(hp)
+  own = chosen.shown(hp)
   others = [field.name for field in dataclasses.fields(hp)
-            if field.name not in _SAMPLING + _BEAM and
+            if field.name not in strategy_lib.STRATEGY_HPARAMS and
             getattr(hp, field.name) != field.default]
-  return (name + (": " if own else "") +
+  return (chosen.name + (": " if own else "") +
           ", ".join(_setting(hp, field) for field in own) +
           ("; " if others else "") +
           ", ".join(_setting(hp, field) for field in others))

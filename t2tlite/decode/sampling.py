@@ -3,9 +3,8 @@ and top-p (nucleus) sampling, reproducible with a seed.
 
     sample = Sample(temperature=0.8, top_k=0, top_p=0.9, seed=7,
                     num_samples=4)                 # strategy.Sample
-    rows, keys = expand(sample, inputs)
-    outputs, scores = greedy_search(step, cache, length, rules,
-                                    pick=pick_for(sample, keys))
+    _, keys = expand(sample, inputs)
+    searcher = SampleSearcher(sample, keys)        # in loop.search
 
 At every step the next token is drawn from the model's distribution with
 its logits divided by the temperature, without the tokens whose
@@ -28,6 +27,7 @@ import math
 
 import tensorflow as tf
 
+from t2tlite.decode.greedy import GreedySearcher
 from t2tlite.ids import PAD_ID
 
 _MASK = 0xFFFFFFFF
@@ -109,7 +109,9 @@ def without_improbable(logits, epsilon):
 
 
 def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0, epsilon=0.0):
-  """Draws one token a row by inverting the cumulative distribution.
+  """Draws one token a row by inverting the cumulative distribution of
+  logits / temperature, without the tokens under epsilon
+  (`without_improbable`), then restricted by top_k and top_p (`draw`).
 
   Args:
     logits: float32 [rows, V].
@@ -117,13 +119,29 @@ def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0, epsilon=0.0):
     temperature: float > 0.
     top_k: int >= 0; 0 keeps every token.
     top_p: float in (0, 1].
-    epsilon: float in [0, 1); 0 keeps every token (`without_improbable`).
+    epsilon: float in [0, 1); 0 keeps every token.
   Returns:
     int32 [rows] token ids.
   """
   logits = logits / temperature
   if epsilon:
     logits = without_improbable(logits, epsilon)
+  return draw(logits, u, top_k, top_p)
+
+
+def draw(logits, u, top_k=0, top_p=1.0):
+  """One token a row drawn from softmax(logits) restricted to the top_k
+  most probable tokens (0: all), then to the smallest set of most probable
+  ones whose probability reaches top_p (1: all), by inverting the
+  cumulative distribution at u.
+
+  Args:
+    logits: float32 [rows, V] (tokens at -inf or IMPOSSIBLE_LOG_PROB are
+      never drawn).
+    u: float32 [rows] uniform numbers in (0, 1).
+  Returns:
+    int32 [rows] token ids.
+  """
   vocab = logits.shape[-1]
   order = None
   if top_k or top_p < 1.0:
@@ -166,11 +184,30 @@ def expand(sample, inputs):
 
 
 def pick_for(sample, keys):
-  """greedy_search's `pick` for rows with these keys (`strategy.Sample`
-  settings)."""
+  """greedy_search's `pick` for rows with these keys: `sample.draw` (a
+  `strategy.Sample`) at each step's uniform numbers."""
 
   def pick(logits, step):
-    return sample_tokens(logits, uniforms(keys, step), sample.temperature,
-                         sample.top_k, sample.top_p, sample.epsilon)
+    return sample.draw(logits, uniforms(keys, step))
 
   return pick
+
+
+class SampleSearcher(GreedySearcher):
+  """Greedy search whose next token is drawn (`strategy.Sample.draw`),
+  each row with its key (a row tensor: it leaves with its row).
+
+  Args:
+    sample: a `strategy.Sample`.
+    keys: int64 [rows] (`expand`).
+  """
+
+  def __init__(self, sample, keys):
+    self.sample, self.keys = sample, keys
+
+  def row_tensors(self):
+    return {"keys": self.keys}
+
+  def next_token(self, rules, logits, seqs, step, row_tensors):
+    return rules.picked(logits, seqs, step,
+                        pick_for(self.sample, row_tensors["keys"]))

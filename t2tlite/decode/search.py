@@ -15,8 +15,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from t2tlite.decode import constraints, sampling, strategy
-from t2tlite.decode.beam_search import beam_search, greedy_search
+from t2tlite.decode import constraints, strategy
 from t2tlite.decode.prefix import ForcedPrefix
 from t2tlite.decode.step_rules import StepRules
 from t2tlite.ids import PAD_ID
@@ -60,30 +59,29 @@ def balanced_blocks(inputs, parts):
   return [order[i::parts] for i in range(parts)]
 
 
-def int8_or_float(plan, int8_per_call, search_weights, search):
-  """search(plan, search_weights), int8 as settled.
-
-  Int8 is decided once: by `machine.settle` for the machine at hand, or,
-  with int8_per_call (an export's `SettledDecode`), at each call where the
-  graph runs: the graph then holds both searches and runs the int8 one
-  where its kernel computes (`int8.kernel_works`, a few small ops), else
-  the one without int8 (its weights made in the call from the model's
-  variables), so that an exported int8 search never fails for want of the
-  kernel, whatever machine serves it.
+def int8_or_float(model, inputs, plan, search_weights=None, constraint=None,
+                  target_prefix=None):
+  """`decode` of an int8 plan whose int8 is decided at each call where the
+  graph runs (an export's `SettledDecode`, int8_per_call): the graph holds
+  both searches and runs the int8 one where its kernel computes
+  (`int8.kernel_works`, a few small ops), else the one without int8 (its
+  weights made in the call from the model's variables), so that an
+  exported int8 search never fails for want of the kernel, whatever
+  machine serves it. (Otherwise int8 is decided once, by `machine.settle`
+  for the machine at hand.)
 
   Args:
-    plan: a `strategy.DecodePlan` (`DecodePlan.from_settled`).
-    int8_per_call: the settled decode's int8_per_call.
-    search_weights: None, or `fixed_search_weights(model, plan.int8,
+    model, inputs, constraint, target_prefix: as `decode` takes them.
+    plan: a `strategy.DecodePlan` with int8.
+    search_weights: None, or `fixed_search_weights(model, True,
       settled.weights_first)`.
-    search: callable(plan, search_weights) -> {name: tensor}.
   """
-  if not (plan.int8 and int8_per_call):
-    return search(plan, search_weights)
   plain = dataclasses.replace(plan, int8=False, int8_weights_first=False)
   return tf.cond(int8_layer.kernel_works(),
-                 lambda: search(plan, search_weights),
-                 lambda: search(plain, None))
+                 lambda: decode(model, inputs, plan, constraint,
+                                search_weights, target_prefix),
+                 lambda: decode(model, inputs, plain, constraint, None,
+                                target_prefix))
 
 
 def fixed_search_weights(model, int8=False, weights_first=False):
@@ -160,10 +158,9 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
                      f"weights of an int8={not plan.int8} search: make them "
                      f"with fixed_search_weights(model, int8={plan.int8})")
   limits = plan.limits
-  chosen = plan.strategy
 
-  def prepared(rows, prefix_ids):
-    """(step function, cache, decode length, per-row limits, StepRules)."""
+  def search_block(rows, prefix_ids=None):
+    """(outputs, scores) of the strategy's search over a block of rows."""
     length, row_limits = decode_lengths(model, rows, limits.extra_length)
     step, cache = model.prepare_decoding(
         rows, length if static_shapes else None,
@@ -175,46 +172,18 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     if prefix_ids is not None:
       forced = ForcedPrefix(_checked_prefix(prefix_ids, row_limits))
     rules = StepRules.of(limits, PAD_ID, forced)
-    return step, cache, length, row_limits, rules
-
-  def search(rows, prefix_ids=None):
-    if isinstance(chosen, strategy.Sample):
-      return sample(rows, prefix_ids)
-    step, cache, length, row_limits, rules = prepared(rows, prefix_ids)
-    if isinstance(chosen, strategy.Greedy):
-      outputs, scores = greedy_search(step, cache, length, rules,
-                                      max_lengths=row_limits)
-      if chosen.beam_axis:
-        outputs, scores = outputs[:, tf.newaxis], scores[:, tf.newaxis]
-    else:
-      outputs, scores = beam_search(step, cache, chosen, length, rules,
-                                    max_lengths=row_limits,
-                                    drop_finished=not static_shapes)
-    return outputs, scores
-
-  def sample(inputs, prefix_ids):
-    rows, keys = sampling.expand(chosen, inputs)
-    n = chosen.num_samples
-    if prefix_ids is not None and n > 1:
-      prefix_ids = tf.repeat(prefix_ids, n, axis=0)
-    step, cache, length, row_limits, rules = prepared(rows, prefix_ids)
-    outputs, scores = greedy_search(step, cache, length, rules,
-                                    max_lengths=row_limits,
-                                    pick=sampling.pick_for(chosen, keys))
-    if n > 1:
-      outputs = tf.reshape(outputs, [-1, n, tf.shape(outputs)[-1]])
-      scores = tf.reshape(scores, [-1, n])
-    return outputs, scores
+    return plan.strategy.search(step, cache, length, rules, row_limits, rows,
+                                drop_finished=not static_shapes)
 
   parts = [inputs] if target_prefix is None else [inputs, target_prefix]
   if plan.concurrent_searches == 1:
-    outputs, scores = search(*parts)
+    outputs, scores = search_block(*parts)
   else:
     # Traced once, called once a block: independent calls, which the
     # runtime inlines and runs side by side.
     # (Without AutoGraph: the searches' loops are tf.while_loops already.)
     block_search = tf.function(
-        search, autograph=False,
+        search_block, autograph=False,
         input_signature=[tf.TensorSpec([None] + part.shape[1:], part.dtype)
                          for part in parts])
     blocks = balanced_blocks(inputs, plan.concurrent_searches)
@@ -262,8 +231,8 @@ def search_with_hparams(model, inputs, settled, constraint=None,
     TypeError: hparams not settled.
   """
   plan = strategy.DecodePlan.from_settled(settled)
-
-  def search(plan, weights):
-    return decode(model, inputs, plan, constraint, weights, target_prefix)
-
-  return int8_or_float(plan, settled.int8_per_call, search_weights, search)
+  if plan.int8 and settled.int8_per_call:
+    return int8_or_float(model, inputs, plan, search_weights, constraint,
+                         target_prefix)
+  return decode(model, inputs, plan, constraint, search_weights,
+                target_prefix)

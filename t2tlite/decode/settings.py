@@ -122,13 +122,15 @@ class DecodeHParams:
 
   @property
   def multiple_outputs(self):
-    """Each input gets a list of outputs (n-best beams or samples)."""
-    return self.return_beams or self.num_samples > 1
+    """Each input gets a list of outputs (n-best beams or samples): as
+    its strategy says (`strategy.of`)."""
+    return _strategy_of(self).multiple_outputs
 
   @property
   def outputs_per_input(self):
-    """Outputs in each input's list when multiple_outputs."""
-    return self.num_samples if self.sampling else self.beam_size
+    """Search rows an input costs (beams or samples): the outputs in its
+    list when multiple_outputs."""
+    return _strategy_of(self).rows_per_input
 
   @classmethod
   def parse(cls, text, base=None):
@@ -145,3 +147,10 @@ class DecodeHParams:
     this version does not know are left out: an older or newer export)."""
     names = {f.name for f in dataclasses.fields(cls)}
     return cls(**{k: v for k, v in record.items() if k in names})
+
+
+def _strategy_of(hp):
+  # strategy.py builds on this module (its classes read DecodeHParams):
+  # imported when asked.
+  from t2tlite.decode import strategy  # pylint: disable=import-outside-toplevel
+  return strategy.of(hp)

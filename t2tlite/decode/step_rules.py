@@ -1,12 +1,13 @@
 """One search step's choice of next tokens, shared by greedy search,
-sampling and beam search: the model's logits in, candidate tokens and
-their log-probabilities out, with every rule an output obeys applied here
-and nowhere else:
+sampling and beam search: the model's logits in, the tokens the strategy
+chooses and their log-probabilities out, with every rule an output obeys
+applied here, in one order (`StepRules.next_tokens`):
 
+- no-repeat n-grams (`no_repeat_ngram_size`);
 - exclusions: the padding id never, EOS not before `min_length`
   (left out of the choice and of the distribution);
-- no-repeat n-grams (`no_repeat_ngram_size`);
-- the normalizer (log-probabilities, `vocab_top_k`);
+- the normalizer and the strategy's choice (`most_probable`: the k best,
+  `vocab_top_k`; `drawn`: sampling);
 - target prefixes (`prefix.ForcedPrefix`).
 
 A problem's decoding constraint (`constraints.constrain`) masks the logits
@@ -86,63 +87,81 @@ class StepRules:
       return logits
     return without_repeats(logits, seqs, step, self.no_repeat_ngram_size)
 
-  def top_candidates(self, logits, seqs, step, k):
-    """The k most probable allowed tokens of each row.
+  def next_tokens(self, logits, seqs, step, choose):
+    """The tokens a strategy chooses for each row, and their
+    log-probabilities, with the rules in one order for every search: the
+    model's logits, no-repeat n-grams, exclusions (out of the choice and
+    the normalizer), the choice (`most_probable`, `drawn`), then target
+    prefixes (forced tokens scored with the model's log-probability).
 
     Args:
       logits: [rows, V] the model's next-token logits.
       seqs: int32 [rows, max_len], the tokens of positions < step written
         (None when no_repeat_ngram_size is 0: unread).
       step: int32 scalar, the position written.
-      k: int, candidates per row (fewer for a vocabulary too small).
+      choose: callable(logits float32 [rows, V], excluded_ids, excluding)
+        -> (log_z float32 [rows], log_probs float32 [rows, k], tokens
+        int32 [rows, k]): the strategy's choice (`most_probable`,
+        `drawn`).
     Returns:
-      (log_probs float32 [rows, k'] in descending order, tokens int32
-      [rows, k']), k' = min(k, V - excluded ids) (static).
+      (log_probs float32 [rows, k], tokens int32 [rows, k]).
     """
     logits = tf.cast(logits, tf.float32)
     model_logits = logits
     logits = self._without_repeats(logits, seqs, step)
     excluded_ids, excluding = self._exclusions(step)
-    vocab = logits.shape[-1]
-    k = k if vocab is None else min(k, vocab - len(excluded_ids))
-    log_z, values, tokens = log_normalizer_and_top_k(
-        logits, k, excluded_ids, excluding)
-    log_probs = values - log_z[:, tf.newaxis]
+    log_z, log_probs, tokens = choose(logits, excluded_ids, excluding)
     if self.prefix is not None:
       log_probs, tokens = self.prefix.force(
           step, log_probs, tokens, model_logits - log_z[:, tf.newaxis],
           IMPOSSIBLE_LOG_PROB)
     return log_probs, tokens
 
+  def top_candidates(self, logits, seqs, step, k):
+    """The k most probable allowed tokens of each row (`next_tokens` with
+    `most_probable(k)`): (log_probs float32 [rows, k'] in descending order,
+    tokens int32 [rows, k']), k' = min(k, V - excluded ids) (static)."""
+    return self.next_tokens(logits, seqs, step, most_probable(k))
+
   def picked(self, logits, seqs, step, pick):
-    """The token `pick` draws for each row (sampling), and its
-    log-probability.
+    """The token `pick` draws for each row (`next_tokens` with `drawn`):
+    (log_probs float32 [rows], tokens int32 [rows])."""
+    log_probs, tokens = self.next_tokens(logits, seqs, step,
+                                         drawn(pick, step))
+    return log_probs[:, 0], tokens[:, 0]
 
-    Excluded tokens are masked in the logits (`pick` draws from them).
 
-    Args:
-      logits, seqs, step: as in `top_candidates`.
-      pick: callable(logits float32 [rows, V], step) -> int32 [rows].
-    Returns:
-      (log_probs float32 [rows], tokens int32 [rows]).
-    """
-    logits = tf.cast(logits, tf.float32)
-    excluded_ids, excluding = self._exclusions(step)
+def most_probable(k):
+  """`next_tokens`' choice of the k most probable allowed tokens (greedy
+  and beam search): excluded ids leave the top-k and the normalizer in one
+  pass (`log_normalizer_and_top_k`)."""
+
+  def choose(logits, excluded_ids, excluding):
+    vocab = logits.shape[-1]
+    n = k if vocab is None else min(k, vocab - len(excluded_ids))
+    log_z, values, tokens = log_normalizer_and_top_k(
+        logits, n, excluded_ids, excluding)
+    return log_z, values - log_z[:, tf.newaxis], tokens
+
+  return choose
+
+
+def drawn(pick, step):
+  """`next_tokens`' choice of one token a row drawn by `pick`
+  (callable(logits float32 [rows, V], step) -> int32 [rows]): excluded ids
+  are masked in the logits it draws from."""
+
+  def choose(logits, excluded_ids, excluding):
     if excluded_ids:
       hidden = excluded(tf.range(tf.shape(logits)[-1]), excluded_ids,
                         excluding)
       logits += IMPOSSIBLE_LOG_PROB * tf.cast(hidden, logits.dtype)
-    model_logits = logits
-    logits = self._without_repeats(logits, seqs, step)
     log_z = tf.reduce_logsumexp(logits, axis=-1)
     chosen = pick(logits, step)
     log_probs = tf.gather(logits, chosen, batch_dims=1) - log_z
-    if self.prefix is not None:
-      log_probs, chosen = self.prefix.force(
-          step, log_probs[:, tf.newaxis], chosen[:, tf.newaxis],
-          model_logits - log_z[:, tf.newaxis], IMPOSSIBLE_LOG_PROB)
-      log_probs, chosen = log_probs[:, 0], chosen[:, 0]
-    return log_probs, chosen
+    return log_z, log_probs[:, tf.newaxis], chosen[:, tf.newaxis]
+
+  return choose
 
 
 NO_RULES = StepRules(min_length=0, no_repeat_ngram_size=0, excluded_id=None,

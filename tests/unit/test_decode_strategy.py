@@ -1,0 +1,73 @@
+"""Decode strategies with behaviour (`t2tlite.decode.strategy`): the class
+decode hparams choose, the outputs an input gets, epsilon sampling as a
+class of its own, and sampling's encoder run once per input."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from decode_helpers import decode_ids
+from t2tlite.data.vocab import EOS_ID
+from t2tlite.decode import strategy
+from t2tlite.decode.sampling import sample_tokens
+from t2tlite.decode.settings import DecodeHParams
+
+SAMPLING = dict(sampling_temperature=1.0, sampling_seed=3)
+
+
+@pytest.mark.parametrize("hparams, kind, outputs, rows, listed", [
+    (dict(beam_size=1), strategy.Greedy, 1, 1, False),
+    (dict(beam_size=1, return_beams=True), strategy.Greedy, 1, 1, True),
+    (dict(beam_size=3), strategy.Beam, 1, 3, False),
+    (dict(beam_size=3, return_beams=True), strategy.Beam, 3, 3, True),
+    (dict(SAMPLING), strategy.Sample, 1, 1, False),
+    (dict(SAMPLING, num_samples=4), strategy.Sample, 4, 4, True),
+    (dict(SAMPLING, epsilon=0.02, num_samples=2), strategy.EpsilonSample, 2,
+     2, True),
+])
+def test_the_strategy_says_how_many_outputs_an_input_gets(
+    hparams, kind, outputs, rows, listed):
+  hp = DecodeHParams(**hparams)
+  chosen = strategy.of(hp)
+  assert type(chosen) is kind  # pylint: disable=unidiomatic-typecheck
+  assert chosen.outputs_per_input == outputs
+  assert chosen.rows_per_input == rows
+  assert chosen.multiple_outputs is listed
+  # The settings' own properties are the strategy's.
+  assert hp.multiple_outputs is listed
+  assert hp.outputs_per_input == rows
+
+
+def test_epsilon_sampling_is_a_strategy_of_its_own():
+  hp = DecodeHParams(**SAMPLING, top_k=5, epsilon=0.05)
+  chosen = strategy.of(hp)
+  assert chosen == strategy.EpsilonSample(1.0, 5, 1.0, 3, 1, 0.05)
+  assert isinstance(chosen, strategy.Sample)
+  logits = tf.random.stateless_normal([64, 30], [1, 2]) * 3.0
+  u = tf.random.stateless_uniform([64], [3, 4])
+  # Its draw is plain sampling's after its truncation.
+  np.testing.assert_array_equal(
+      chosen.draw(logits, u).numpy(),
+      sample_tokens(logits, u, 1.0, top_k=5, epsilon=0.05).numpy())
+  plain = strategy.of(DecodeHParams(**SAMPLING, top_k=5))
+  np.testing.assert_array_equal(
+      plain.draw(logits, u).numpy(),
+      sample_tokens(logits, u, 1.0, top_k=5).numpy())
+
+
+def test_sampling_runs_the_encoder_once_per_input(tiny_model):
+  inputs = tf.constant([[5, 9, 12, EOS_ID], [3, 4, EOS_ID, 0]])
+  encoded = []
+  prepare = tiny_model.prepare_decoding
+
+  def counted(rows, *args, **kwargs):
+    encoded.append(int(rows.shape[0]))
+    return prepare(rows, *args, **kwargs)
+
+  tiny_model.prepare_decoding = counted
+  try:
+    result = decode_ids(tiny_model, inputs, extra_length=4, num_samples=3,
+                        **SAMPLING)
+  finally:
+    del tiny_model.prepare_decoding
+  assert encoded == [2]
+  assert result["outputs"].shape[:2] == (2, 3)
