@@ -23,17 +23,15 @@ import sys
 import tempfile
 import time
 
-import numpy as np
 
 import t2tlite  # first: it turns oneDNN on before TensorFlow loads
-import keras
 import tensorflow as tf
 # The profiler's own converter from its trace to per-op statistics (what
 # TensorBoard's profile plugin shows); TensorFlow has no public API for it.
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin
 
 # Run as a script, bench/ is the first folder on the import path.
-import run as bench_run  # DECODE_BASE, decode_settled, decode_search_fn
+import run as bench_run  # decode_settled, decode_base_search
 from fingerprint import fingerprint
 
 
@@ -81,14 +79,7 @@ def main():
     return 1
   searches = settled.searches
   print(f"machine: {fingerprint()}", flush=True)
-  hparams_set, overrides, vocab, batch, length = bench_run.DECODE_BASE
-  keras.utils.set_random_seed(1)
-  model = t2tlite.build_model(
-      t2tlite.create_hparams(hparams_set, overrides), vocab,
-      dtype=settled.precision.keras_policy)
-  inputs = bench_run.random_ids(np.random.RandomState(1), vocab, batch,
-                                length)
-  search = bench_run.decode_search_fn(model, settled, xla=False)
+  _, inputs, search = bench_run.decode_base_search(settled)
   search(inputs)["outputs"].numpy()  # traced outside the profile
   walls = []
   for _ in range(3):

@@ -298,6 +298,18 @@ def decode_search_fn(model, settled, xla):
       jit_compile=xla, autograph=False)
 
 
+def decode_base_search(settled, seed=1, xla=False):
+  """decode_base's model (random weights from `seed`), its inputs (int32
+  [32, 32]) and its search function, settled by `decode_settled`."""
+  hparams_set, overrides, vocab, batch, length = DECODE_BASE
+  keras.utils.set_random_seed(seed)
+  model = t2tlite.build_model(
+      t2tlite.create_hparams(hparams_set, overrides), vocab,
+      dtype=settled.precision.keras_policy)
+  inputs = random_ids(np.random.RandomState(seed), vocab, batch, length)
+  return model, inputs, decode_search_fn(model, settled, xla)
+
+
 def decode_result(args, settled):
   hparams_set, overrides, vocab, batch, length = DECODE_BASE
   keras.utils.set_random_seed(args.seed)
