@@ -267,8 +267,12 @@ PY
 # drawn half and half (the members' sizes), the hour recipe's budget:
 # transformer_multi30k, --train_minutes=60, its ceiling raised to 10,000
 # steps (two corpora: the hour, not the 5,000 steps of one, bounds the
-# run). best/ is chosen on the mean dev BLEU of the two members; then, for
-# each language, alpha 0.6, 1.0 or 1.4 on dev (val) and test2016 once.
+# run). best/ is kept on the mean dev BLEU of the two members (the first
+# 500 val lines of each). Then, as the bilingual hours choose, but one
+# model for both: best/ or the average of the last 5 or 10 checkpoints on
+# the mean of the two dev (val) BLEUs at alpha 0.6, each language's alpha
+# (0.6, 1.0 or 1.4) on its own dev BLEU, and test2016 decoded once per
+# language, scored as the bilingual hours (lowercased tokenized BLEU).
 multilingual() {
   local data=$work/m30k_multi_data run=$work/m30k_multi_run corpus raw_flag=()
   if [ -n "$shared" ] && [ -d "$shared/multi30k" ]; then
@@ -285,38 +289,62 @@ multilingual() {
       --eval_decode_samples=500 --save_checkpoints_secs=240 \
       --keep_checkpoint_max=20 --random_seed=1 \
       2> "$work/m30k_multi_train.log"
-  local lang f alpha bleu best_bleu best_alpha
+  local lang f
   for f in val test_2016_flickr; do
     for lang in en de fr; do zcat "$corpus/raw/$f.$lang.gz" > "$work/$f.$lang"; done
   done
-  score() {  # score SPLIT LANG ALPHA NAME; prints the tokenized BLEU
-    t2t-decoder --output_dir="$run" --checkpoint_path="$run/best" \
-        --target_language="$2" \
-        --decode_hparams="beam_size=4,alpha=$3,batch_size=64" \
-        --decode_from_file="$work/$1.en" \
-        --decode_to_file="$work/$1.multi.$4.out.$2" >&2
-    t2t-bleu --translation="$work/$1.multi.$4.out.$2" --reference="$work/$1.$2" \
-        --tokenized_reference="$corpus/tok/$1.lc.norm.tok.$2" \
-        --language="$2" > "$work/$1.multi.$4.bleu.$2.txt"
-    echo "$1 $2 alpha $3" >&2; cat "$work/$1.multi.$4.bleu.$2.txt" >&2
-    sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' \
-        "$work/$1.multi.$4.bleu.$2.txt"
+  bleu_of() {  # bleu_of FILE: the lowercased tokenized BLEU t2t-bleu wrote
+    sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' "$1"
   }
+  score() {  # score SPLIT LANG CHECKPOINT ALPHA NAME; prints the tokenized BLEU
+    t2t-decoder --output_dir="$run" --checkpoint_path="$3" \
+        --target_language="$2" \
+        --decode_hparams="beam_size=4,alpha=$4,batch_size=64" \
+        --decode_from_file="$work/$1.en" \
+        --decode_to_file="$work/$1.multi.$5.out.$2" >&2
+    t2t-bleu --translation="$work/$1.multi.$5.out.$2" --reference="$work/$1.$2" \
+        --tokenized_reference="$corpus/tok/$1.lc.norm.tok.$2" \
+        --language="$2" > "$work/$1.multi.$5.bleu.$2.txt"
+    echo "$1 $2 $5 alpha $4" >&2; cat "$work/$1.multi.$5.bleu.$2.txt" >&2
+    bleu_of "$work/$1.multi.$5.bleu.$2.txt"
+  }
+  both() {  # both CHECKPOINT NAME; prints the mean dev BLEU at alpha 0.6
+    python -c "import sys; print((float(sys.argv[1]) + float(sys.argv[2])) / 2)" \
+        "$(score val de "$1" 0.6 "$2")" "$(score val fr "$1" 0.6 "$2")"
+  }
+  better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
+  local checkpoint=$run/best best_ckpt=best best_mean mean n
+  best_mean=$(both "$checkpoint" best)
+  for n in 5 10; do
+    t2t-avg-checkpoints --output_dir="$run" --n=$n
+    rm -rf "$run/averaged$n"  # a rerun replaces it
+    mv "$run/averaged" "$run/averaged$n"
+    mean=$(both "$run/averaged$n" "avg$n")
+    [ "$(better "$mean" "$best_mean")" = 1 ] && \
+        best_mean=$mean best_ckpt=avg$n checkpoint=$run/averaged$n
+  done
+  echo "chosen on the mean dev BLEU: $best_ckpt (dev $best_mean)" \
+      > "$work/m30k_multi_choice.txt"
+  local alpha bleu best_bleu best_alpha
   for lang in de fr; do
-    best_alpha=0.6 best_bleu=$(score val $lang 0.6 alpha0.6)
+    best_alpha=0.6 best_bleu=$(bleu_of "$work/val.multi.$best_ckpt.bleu.$lang.txt")
     for alpha in 1.0 1.4; do
-      bleu=$(score val $lang $alpha "alpha$alpha")
-      [ "$(python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" \
-          "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_alpha=$alpha
+      bleu=$(score val $lang "$checkpoint" $alpha "$best_ckpt.alpha$alpha")
+      [ "$(better "$bleu" "$best_bleu")" = 1 ] && best_bleu=$bleu best_alpha=$alpha
     done
-    echo "EN->${lang^^}: chosen on dev: best/, alpha $best_alpha (dev $best_bleu)" \
-        | tee -a "$work/m30k_multi_choice.txt"
-    score test_2016_flickr $lang "$best_alpha" final > /dev/null
-    cat "$work/test_2016_flickr.multi.final.bleu.$lang.txt"
-  done | tee "$work/m30k_multi_results.txt"
-  # Each member's dev BLEU at every evaluation (the dev curves).
-  grep -h '"bleu/' "$run/metrics.jsonl" | tee -a "$work/m30k_multi_results.txt"
-  fingerprint | tee -a "$work/m30k_multi_results.txt"
+    echo "EN->${lang^^}: $best_ckpt, alpha $best_alpha (dev $best_bleu)" \
+        >> "$work/m30k_multi_choice.txt"
+    score test_2016_flickr $lang "$checkpoint" "$best_alpha" final > /dev/null
+  done
+  {
+    cat "$work/m30k_multi_choice.txt"
+    for lang in de fr; do
+      cat "$work/test_2016_flickr.multi.final.bleu.$lang.txt"
+    done
+    # Each member's dev BLEU at every evaluation (the dev curves).
+    grep -h '"bleu/' "$run/metrics.jsonl"
+    fingerprint
+  } | tee "$work/m30k_multi_results.txt"
 }
 
 "$task"

@@ -78,6 +78,8 @@ class MemberView(problem_lib.Text2TextProblem):
     return self.member.available_splits(tmp_dir, raw_data_dir)
 
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
+    # Text that spells a tag stays text (languages.escape_tags).
+    known = self.mixture.target_languages
     for sample in self.member.generate_samples(split, tmp_dir, raw_data_dir):
       if isinstance(sample, Skipped):
         yield sample
@@ -85,7 +87,8 @@ class MemberView(problem_lib.Text2TextProblem):
       source, target = sample["inputs"], sample["targets"]
       if self.member.reverse:
         source, target = target, source
-      yield {"inputs": f"{self.tag} {source}", "targets": target}
+      yield {"inputs": f"{self.tag} {languages.escape_tags(source, known)}",
+             "targets": languages.escape_tags(target, known)}
 
 
 class MixtureProblem(problem_lib.Text2TextProblem):

@@ -12,6 +12,9 @@ A member's language is its problem's `target_lang` (the source_lang of a
 
 A line that already starts with a known tag keeps it (a per-line choice in
 an input file); a model that knows no languages takes lines as they are.
+Text never makes a tag: a known tag's characters anywhere else in a line
+(or in a sample's text) are written `< 2de>` (`escape_tags`), plain text
+pieces, so that only the tag put first means a language.
 """
 import re
 
@@ -61,10 +64,29 @@ def check_language(language, languages):
                         f"{', '.join(sorted(languages))}")
 
 
+def tag_pattern(languages):
+  """The regular expression (Python's and RE2's) of the known tags in text,
+  the language as group 1; None when there are none."""
+  if not languages:
+    return None
+  names = "|".join(re.escape(n) for n in sorted(languages, key=len,
+                                                    reverse=True))
+  return f"<2({names})>"
+
+
+def escape_tags(text, languages):
+  """`text` with every known tag written `< 2LANG>`: text, never a tag
+  piece (the model's tags are user-defined pieces that sentencepiece would
+  otherwise find anywhere in a line)."""
+  pattern = tag_pattern(languages)
+  return re.sub(pattern, r"< 2\1>", text) if pattern else text
+
+
 def tag_line(line, languages, language=None):
   """`line` as the model reads it: prefixed with `language`'s tag, unless
   the model knows no languages, the line is empty or already starts with a
-  known tag (which then wins over `language`).
+  known tag (which then wins over `language`); known tags elsewhere in it
+  are escaped (`escape_tags`).
 
   Raises:
     LanguageError: `language` unknown, or needed (a multilingual model, a
@@ -74,12 +96,14 @@ def tag_line(line, languages, language=None):
     if language is not None:
       check_language(language, languages)
     return line
-  if line_language(line, languages) is not None:
+  own = line_language(line, languages)
+  if own is not None:
     if language is not None:
       check_language(language, languages)
-    return line
+    tag = languages[own]
+    return tag + escape_tags(line[len(tag):], languages)
   check_language(language, languages)
-  return f"{languages[language]} {line}"
+  return f"{languages[language]} {escape_tags(line, languages)}"
 
 
 def tag_lines(lines, languages, language=None):

@@ -22,9 +22,11 @@ the input key "inputs" and return the keys "outputs" and "scores"):
                      (a model of a mixture of problems only) inputs
                      tf.string [batch] as serving_default, and
                      target_language tf.string [batch]: the tag of that
-                     language ("de": <2de>) goes before its line; "" for
-                     a line left as it is (starting with its own tag); an
-                     unknown language fails the request, naming the
+                     language ("de": <2de>) goes before its line, as
+                     t2t-decoder --target_language (a line starting with
+                     a known tag keeps it; "" for such a line; blank lines
+                     stay empty); an unknown language, or "" for an
+                     untagged line, fails the request, naming the
                      languages the model knows
                      -> outputs, scores as serving_default
     score            inputs tf.string [batch] source text, targets
@@ -69,6 +71,7 @@ export), never an error.
 import tensorflow as tf
 
 from t2tlite import run_dir
+from t2tlite.data import languages
 from t2tlite.decode import decoding, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
@@ -193,21 +196,42 @@ def translate_text(model, vocab, settled, max_input_length, inputs,
 
 
 def tag_inputs(inputs, target_language, target_languages):
-  """inputs tf.string [batch] with the tag of target_language tf.string
-  [batch] before each ("" leaves its line alone), by a {language: tag}
-  dict; an unknown language fails (InvalidArgumentError) naming the
-  known ones."""
+  """inputs tf.string [batch] as `languages.tag_line` gives them, by
+  target_language tf.string [batch] ("" for a line starting with its own
+  tag) and a {language: tag} dict: the language's tag before each line
+  that is not blank and starts with no known tag of its own (which wins),
+  known tags elsewhere in a line escaped. An unknown language, or none for
+  a line that needs one, fails (InvalidArgumentError) naming the known
+  ones."""
   names = sorted(target_languages)
-  known = tf.constant(names)
+  known = ", ".join(names)
   tags = tf.constant([target_languages[n] for n in names])
-  match = tf.equal(target_language[:, tf.newaxis], known[tf.newaxis, :])
+  match = tf.equal(target_language[:, tf.newaxis],
+                   tf.constant(names)[tf.newaxis, :])
   given = tf.not_equal(target_language, "")
-  check = tf.debugging.Assert(
+  pattern = languages.tag_pattern(target_languages)
+  blank = tf.equal(tf.strings.strip(inputs), "")
+  # `languages.line_language`: a known tag, then whitespace or the end.
+  own = tf.strings.regex_full_match(inputs, f"(?s){pattern}(?:\\s.*)?")
+  unknown = tf.debugging.Assert(
       tf.reduce_all(tf.reduce_any(match, axis=1) | ~given),
-      [f"unknown target_language: this model knows {', '.join(names)}"])
-  with tf.control_dependencies([check]):
+      [f"unknown target_language: this model knows {known}; got",
+       target_language], summarize=16)
+  needed = tf.debugging.Assert(
+      tf.reduce_all(given | own | blank),
+      [f"a target language is needed (target_language, or a tag such as "
+       f"{target_languages[names[0]]} starting the line): this model knows "
+       f"{known}"])
+  with tf.control_dependencies([unknown, needed]):
+    escaped = tf.strings.regex_replace(inputs, pattern, "< 2\\1>")
+    # A line's own tag, the first, stays a tag.
+    escaped = tf.where(own, tf.strings.regex_replace(
+        escaped, "^< " + pattern[1:], "<2\\1>", replace_global=False),
+                       escaped)
     tag = tf.gather(tags, tf.argmax(tf.cast(match, tf.int32), axis=1))
-    return tf.where(given, tf.strings.join([tag, inputs], " "), inputs)
+    tagged = tf.strings.join([tag, escaped], " ")
+    return tf.where(blank, inputs,
+                    tf.where(own | ~given, escaped, tagged))
 
 
 def translate_ids(model, vocab_size, settled, max_input_length, inputs,

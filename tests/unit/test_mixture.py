@@ -76,6 +76,28 @@ def test_lines_get_the_tag_of_their_language():
     languages.tag_lines(["1 2"], {}, "de")
 
 
+def test_text_that_spells_a_tag_stays_text(mixture, data_dirs):
+  """Only the first tag of a line means a language: a known tag's
+  characters elsewhere (in a line to decode, or in a sample) are written
+  `< 2LANG>`, which the vocabulary encodes as text."""
+  assert languages.tag_lines(["1 <2cp> 2", "<2cp> 3 <2cp>", "<2cpx> 4"],
+                             KNOWN, "plugin_reverse_digits") == [
+      "<2plugin_reverse_digits> 1 < 2cp> 2", "<2cp> 3 < 2cp>",
+      "<2plugin_reverse_digits> <2cpx> 4"]
+  view = mixture.views[0]
+  view.member.generate_samples = lambda *args: iter(
+      [{"inputs": "1 <2cp> 2", "targets": "<2plugin_reverse_digits> 3"}])
+  try:
+    assert list(view.generate_samples("train", None)) == [
+        {"inputs": "<2cp> 1 < 2cp> 2",
+         "targets": "< 2plugin_reverse_digits> 3"}]
+  finally:
+    del view.member.generate_samples
+  vocab = mixture.vocabulary(data_dirs[0])
+  ids = vocab.encode_text("<2cp> 1 < 2cp> 2", add_eos=False)
+  assert ids.count(3) == 1 and 4 not in ids
+
+
 def test_mixing_rates_parse_with_their_commas():
   hp = create_hparams("transformer_tiny",
                       "mixing_rates=0.25,0.75,dropout=0.2")
