@@ -21,6 +21,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 from corpora import multi30k_raw_folder
 import require_all
+import suite_clock
 
 # Files that take minutes (real-data training, the quick start, worker
 # faults), longest first. Workers take whole files (pytest.ini), and a file
@@ -62,11 +63,68 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter, config):
+  recorder = config.stash.get(_RECORDER, None)
+  if recorder is not None:
+    recorder.write()
+    terminalreporter.write_line(
+        f"file durations recorded in {suite_clock.RECORD}")
   count = config.stash.get(_SLOW_LEFT_OUT, 0)
   if count:
     terminalreporter.write_line(
         f"{count} slow test{'s' if count > 1 else ''} left out (minutes of "
         "real training each; `python -m pytest -m slow` runs them)")
+
+
+# Before the tests run, the controller says how long they are expected to
+# take (tests/support/suite_clock.py, from recorded file durations); with
+# T2TLITE_RECORD_DURATIONS=1 it records this run's durations instead.
+_RECORDER = pytest.StashKey[suite_clock.Recorder]()
+_SAID = pytest.StashKey[bool]()
+_CONTROLLER = {}  # "config": the controller's (or the only process's)
+
+
+def _is_worker(config):
+  return hasattr(config, "workerinput")
+
+
+def pytest_configure(config):
+  if _is_worker(config):
+    return
+  _CONTROLLER["config"] = config
+  if os.environ.get(suite_clock.RECORD_ENV):
+    config.stash[_RECORDER] = suite_clock.Recorder()
+
+
+def pytest_runtest_logreport(report):
+  config = _CONTROLLER.get("config")
+  recorder = config.stash.get(_RECORDER, None) if config else None
+  if recorder is not None:
+    recorder.add(report)
+
+
+def _say_expectation(config, nodeids):
+  if config.stash.get(_SAID, False):  # every xdist worker collects the same
+    return
+  config.stash[_SAID] = True
+  workers = config.getoption("numprocesses", default=0) or 1
+  if not isinstance(workers, int):  # "auto"
+    workers = os.cpu_count()
+  line = suite_clock.expectation_line(nodeids, workers,
+                                      suite_clock.read_record())
+  reporter = config.pluginmanager.get_plugin("terminalreporter")
+  if line and reporter is not None:
+    reporter.write_line(line)
+
+
+def pytest_collection_finish(session):
+  if not _is_worker(session.config) and not session.config.getoption(
+      "numprocesses", default=0):
+    _say_expectation(session.config, [item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+  _say_expectation(node.config, ids)
 
 
 # T2TLITE_REQUIRE_ALL=1 (.ci/run): a skip, wherever it is raised (a skipif
