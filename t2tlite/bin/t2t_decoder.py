@@ -37,10 +37,10 @@ from absl import logging
 from t2tlite import files
 from t2tlite.bin import common_flags, console, lazy, precision_flags, run_flags
 from t2tlite.data import languages
-from t2tlite.decode import describe
 
 # TensorFlow loads when these are first used, after the flags are parsed.
 problem_lib = lazy.module("t2tlite.problem")
+describe = lazy.module("t2tlite.decode.describe")
 
 flags.DEFINE_string("decode_from_file", None, "Input text, one sentence a "
                     "line.")

@@ -35,10 +35,12 @@ from absl import logging
 
 from t2tlite.bin import common_flags
 from t2tlite.bin import console
+from t2tlite.bin import lazy
 from t2tlite.bin import precision_flags
 from t2tlite.bin import run_flags
-from t2tlite.decode import describe
 from t2tlite.decode.settings import DecodeHParams
+
+describe = lazy.module("t2tlite.decode.describe")
 
 # --output_dir, --checkpoint_path and --decode_hparams, as in t2t-decoder.
 flags.adopt_module_key_flags(run_flags)
