@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from t2tlite.ids import PAD_ID
 from t2tlite.layers.dropout import Dropout
-from t2tlite.layers.linear import linear
+from t2tlite.layers import shapes
+from t2tlite.layers.linear import linear, multiply
 
 # The bias of a hidden key. Large enough that exp() underflows to exactly 0
 # in float32 next to any real score, small enough to stay finite when added
@@ -52,7 +53,9 @@ def scaled_dot_product_attention(q, k, v, bias, dropout, training):
     (outputs [batch, heads, q_len, d_v], weights float32
     [batch, heads, q_len, k_len]).
   """
-  d_k = tf.cast(tf.shape(q)[-1], q.dtype)
+  # A constant where d_k is known (graph optimization folds the rsqrt):
+  # no Shape, slice and cast at every step of a search.
+  d_k = tf.cast(q.shape[-1] or tf.shape(q)[-1], q.dtype)
   scores = tf.matmul(q * tf.math.rsqrt(d_k), k, transpose_b=True)
   # Softmax in float32: bf16/fp16 scores lose the -1e9 mask and precision.
   scores = tf.cast(scores, tf.float32)
@@ -105,24 +108,50 @@ class MultiHeadAttention(keras.layers.Layer):
 
   def _split_heads(self, x, depth):
     """[batch, len, heads * depth] -> [batch, heads, len, depth]."""
-    batch, length = tf.shape(x)[0], tf.shape(x)[1]
-    x = tf.reshape(x, [batch, length, self.num_heads, depth])
+    x = shapes.reshape(x, [shapes.dim(x, 0), shapes.dim(x, 1),
+                           self.num_heads, depth])
     return tf.transpose(x, [0, 2, 1, 3])
 
   def _merge_heads(self, x):
-    """[batch, heads, len, d_v] -> [batch, len, heads * d_v]."""
-    batch, length = tf.shape(x)[0], tf.shape(x)[2]
+    """[batch, heads, len, d_v] -> rows [batch * len, heads * d_v]."""
     x = tf.transpose(x, [0, 2, 1, 3])
-    return tf.reshape(x, [batch, length, self.num_heads * self.d_v])
+    return tf.reshape(x, [-1, self.num_heads * self.d_v])
 
   def _project(self, x, variable, depth, search_weights, groups=None):
     """x [rows, len, d] mapped by `variable` into heads [rows, heads, len,
     depth], or with `groups` into [groups, heads, rows * len / groups,
-    depth] (consecutive rows as positions of one group)."""
-    y = linear(x, variable, self.compute_dtype, search_weights)
-    if groups is not None:
-      y = tf.reshape(y, [groups, -1, y.shape[-1]])
+    depth] (consecutive rows as positions of one group; x may then be
+    [rows * len, d])."""
+    return self._heads(linear(x, variable, self.compute_dtype,
+                              search_weights), depth, groups)
+
+  def _heads(self, y, depth, groups=None):
+    """A map's output [rows, len, heads * depth] as `_project` gives it."""
+    if groups is not None:  # one reshape into [groups, -1, heads, depth]
+      y = tf.reshape(y, [groups, -1, self.num_heads, depth])
+      return tf.transpose(y, [0, 2, 1, 3])
     return self._split_heads(y, depth)
+
+  def input_maps(self):
+    """(w_q, w_k, w_v): the kernels that read a self-attention's input, which
+    a search may multiply by in one product (`SearchWeights.
+    fused_kernel`)."""
+    return (self.w_q, self.w_k, self.w_v)
+
+  def _project_query_keys_values(self, query, search_weights, groups):
+    """The queries, keys and values of `query` [rows, 1, d_model] as
+    `_project` gives them: one product where the search's weights hold
+    one kernel for the three maps (int8), else three."""
+    fused = (None if search_weights is None else
+             search_weights.fused_kernel(self.input_maps()))
+    if fused is None:
+      q = self._project(query, self.w_q, self.d_k, search_weights, groups)
+      return (q, *self.project_memory(query, search_weights, groups))
+    h = self.num_heads
+    qkv = tf.split(multiply(query, fused),
+                   [h * self.d_k, h * self.d_k, h * self.d_v], axis=-1)
+    return tuple(self._heads(y, depth, groups) for y, depth in
+                 zip(qkv, (self.d_k, self.d_k, self.d_v)))
 
   def project_memory(self, memory, search_weights=None, groups=None):
     """Keys and values of `memory` [batch, k_len, d_model].
@@ -168,11 +197,14 @@ class MultiHeadAttention(keras.layers.Layer):
       [batch, heads, q_len * rows / batch, k_len]).
     """
     k, v = keys_values
-    x = tf.reshape(query, [tf.shape(k)[0], -1, query.shape[-1]])
-    q = self._project(x, self.w_q, self.d_k, search_weights)
-    outputs, weights = self._attend(q, k, v, bias, False, search_weights)
-    outputs = tf.reshape(outputs, tf.shape(query))
-    outputs.set_shape(query.shape)
+    # The maps multiply the queries as rows [rows * q_len, d_model] (2-D
+    # products in every precision), grouped by batch element between them.
+    rows = shapes.reshape(query, [-1, query.shape[-1]])
+    q = self._project(rows, self.w_q, self.d_k, search_weights,
+                      groups=tf.shape(k)[0])
+    outputs, weights = self._attend(
+        q, k, v, bias, False, search_weights,
+        [shapes.dim(query, 0), shapes.dim(query, 1)])
     return outputs, weights
 
   def attend_cached(self, query, cache, bias=None, step=None,
@@ -205,24 +237,40 @@ class MultiHeadAttention(keras.layers.Layer):
     # A per-batch cache groups the rows after the projections, which keep
     # the [rows, 1, d_model] inputs (and so the kernels) of a row cache.
     groups = tf.shape(cache["k"])[0] if step is None else None
-    q = self._project(query, self.w_q, self.d_k, search_weights, groups)
-    k, v = self.project_memory(query, search_weights, groups)
+    q, k, v = self._project_query_keys_values(query, search_weights,
+                                              groups)
     k, v, bias = self._with_cache(cache, step, k, v, bias)
-    rows = None if groups is None else tf.shape(query)[0]
-    outputs, weights = self._attend(q, k, v, bias, False, search_weights,
-                                    rows)
+    length = shapes.dim(query, 1)
+    if self.compute_dtype != "float32" and not (search_weights is not None
+                                                and search_weights.int8):
+      # [rows, len, d_model] with len unknown statically (-1): a bfloat16
+      # step multiplies the later maps' [rows, len, d] as 2-D products,
+      # not as batch matmuls of [rows, 1, d] (another summing order:
+      # `linear.position_wise`; the recorded bfloat16 outputs are those).
+      length = -1
+    outputs, weights = self._attend(
+        q, k, v, bias, False, search_weights, [shapes.dim(query, 0), length])
     return outputs, weights, dict(cache, k=k, v=v)
 
-  def _attend(self, q, k, v, bias, training, search_weights, rows=None):
-    """Heads q, k, v -> (outputs [.., q_len, d_model], float32 weights);
-    with `rows`, the grouped queries go back to [rows, 1, ...] before the
-    output projection."""
+  def _attend(self, q, k, v, bias, training, search_weights, leading=None):
+    """Heads q, k, v -> (outputs [*leading, d_model], float32 weights).
+
+    leading: the outputs' leading axes as `shapes.reshape` takes them: the
+    query's [rows, q_len] (grouped queries go back to their rows); None:
+    q's [batch, q_len].
+
+    The output projection multiplies rows [rows * q_len, heads * d_v]: a
+    2-D product in every precision (a bfloat16 batch matmul of [rows, 1,
+    d] sums in another order; `linear.position_wise`).
+    """
     heads, weights = scaled_dot_product_attention(
         q, k, v, bias, self.weights_dropout, training)
-    merged = self._merge_heads(heads)
-    if rows is not None:  # back to [rows, 1, heads * d_v]
-      merged = tf.reshape(merged, [rows, -1, merged.shape[-1]])
-    return linear(merged, self.w_o, self.compute_dtype, search_weights), weights
+    outputs = linear(self._merge_heads(heads), self.w_o, self.compute_dtype,
+                     search_weights)
+    if leading is None:
+      leading = [shapes.dim(q, 0), shapes.dim(q, 2)]
+    outputs = shapes.reshape(outputs, leading + [outputs.shape[-1]])
+    return outputs, weights
 
   @staticmethod
   def _with_cache(cache, step, k_new, v_new, bias):

@@ -3,7 +3,9 @@ import keras
 import tensorflow as tf
 
 from t2tlite.layers.dropout import Dropout
-from t2tlite.layers.linear import linear, read_weight
+from t2tlite.layers import int8, shapes
+from t2tlite.layers.linear import linear, read_weight, with_leading_axes
+from t2tlite.layers.search_weights import Int8WeightsFirstKernel
 
 
 @keras.saving.register_keras_serializable(package="t2tlite")
@@ -14,7 +16,8 @@ class FeedForward(keras.layers.Layer):
     d_ff: inner size.
     relu_dropout: dropout on the ReLU activations.
   Call: [batch, len, d_model] -> [batch, len, d_model]; optional
-  search_weights (linear.read_weight).
+  search_weights (linear.read_weight); with weights-first int8 kernels the
+  two maps run as one chain (`int8.weights_first_feed_forward`).
   """
 
   def __init__(self, d_ff, relu_dropout=0.0, **kwargs):
@@ -40,6 +43,13 @@ class FeedForward(keras.layers.Layer):
     def bias(variable):
       return read_weight(variable, dtype, search_weights)
 
+    if search_weights is not None:
+      w1, w2 = (search_weights.kernel(w) for w in (self.w1, self.w2))
+      if all(isinstance(w, Int8WeightsFirstKernel) for w in (w1, w2)):
+        out = int8.weights_first_feed_forward(
+            shapes.reshape(x, [-1, x.shape[-1]]), w1, bias(self.b1), w2,
+            bias(self.b2))
+        return with_leading_axes(out, x, out.shape[-1])
     hidden = tf.nn.relu(linear(x, self.w1, dtype, search_weights) +
                         bias(self.b1))
     hidden = self.dropout(hidden, training=training)

@@ -73,6 +73,42 @@ def quantize_kernel(kernel, weights_first=False, transposed=False):
                     scales)
 
 
+def concatenated(kernels):
+  """One quantized kernel for several of the same d_in, side by side along
+  d_out: [d_in, sum of d_out], for maps that read the same input (a
+  layer's queries, keys and values). Each column keeps its own scale, so
+  the product's columns are those of the separate products, bit for bit,
+  for one quantization of the input and one product instead of several.
+
+  Args:
+    kernels: `quantize_kernel` results of one layout.
+  Returns:
+    an `Int8Kernel` or `Int8WeightsFirstKernel` like them.
+  """
+  if isinstance(kernels[0], Int8WeightsFirstKernel):
+    return Int8WeightsFirstKernel(
+        tf.concat([k.weights_first for k in kernels], axis=0),
+        tf.concat([k.scales for k in kernels], axis=0))
+  return Int8Kernel(tf.concat([k.kernel for k in kernels], axis=1),
+                    tf.concat([k.column_sums for k in kernels], axis=0),
+                    tf.concat([k.scales for k in kernels], axis=0))
+
+
+def rounded_scales(quantized, dtype):
+  """`quantized` with its float32 scales (and column sums) rounded to
+  `dtype` and back: what its product computes with when a mixed policy's
+  Keras call casts them (`Transformer.search_weights` keeps that for the
+  feed-forward maps, once, instead of at every step)."""
+  def rounded(x):
+    return tf.cast(tf.cast(x, dtype), tf.float32)
+
+  if isinstance(quantized, Int8WeightsFirstKernel):
+    return Int8WeightsFirstKernel(quantized.weights_first,
+                                  rounded(quantized.scales))
+  return Int8Kernel(quantized.kernel, rounded(quantized.column_sums),
+                    rounded(quantized.scales))
+
+
 def quantize_rows(x, bits=ACTIVATION_BITS):
   """Quantizes activations per row, symmetrically, shifted into u8.
 
@@ -118,28 +154,79 @@ def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
   Returns:
     (float32 [rows, d_out], float32 [rows, 1]: the row maxima).
   """
-  steps = 2**(bits - 1) - 1
   # oneDNN makes no product of zero columns (an empty batch, or the empty
   # block of a concurrent search over fewer rows than searches): one zero
   # row more, dropped from the result (a slice of its first axis, no copy).
-  x = tf.pad(x, [[0, 1], [0, 0]])
-  shifted, row_scales = quantize_rows(x, bits)  # the other layout's values
-  rounded = tf.cast(tf.bitcast(shifted, tf.uint8), tf.int32) - (steps + 1)
-  activations = tf.bitcast(tf.cast(tf.transpose(rounded), tf.int8),
-                           tf.qint8)
+  transposed, row_scales = _padded_rows_product(x, quantized, bits)
+  return tf.transpose(transposed)[:-1], row_scales[:-1]
+
+
+def _padded_rows_product(x, quantized, bits):
+  """The weights-first product of x [rows, d_in] and one zero row more:
+  (float32 [d_out, rows + 1] normalized as `weights_first_product`'s,
+  float32 [rows + 1, 1] the row maxima)."""
+  x32 = tf.cast(tf.pad(x, [[0, 1], [0, 0]]), tf.float32)
+  rounded, row_scales = _rounded(x32, axis=1, bits=bits)
+  # Transposed in int8, a quarter of the bytes of float32.
+  activations = tf.transpose(tf.cast(rounded, tf.int8))
+  return _product(activations, rounded, 1, quantized, bits), row_scales
+
+
+def _rounded(x32, axis, bits):
+  """x32's values over their maxima along `axis` (one activation vector
+  each), rounded to +-steps: (int32 like x32, float32 maxima with `axis`
+  kept). The other layout's values (`quantize_rows`), unshifted: truncated
+  straight to int32 (they are positive before the shift is taken off)."""
+  steps = 2**(bits - 1) - 1
+  scales = tf.maximum(tf.reduce_max(tf.abs(x32), axis=axis, keepdims=True),
+                      _TINY)
+  rounded = tf.cast(x32 * (steps / scales) + (steps + 1.5),
+                    tf.int32) - (steps + 1)
+  return rounded, scales
+
+
+def _product(activations, rounded, axis, quantized, bits):
+  """The weights-first kernel's product: quantized's [d_out, d_in] by the
+  int8 activations [d_in, columns] (`rounded` summed along `axis` gives
+  each column's sum): float32 [d_out, columns]."""
+  steps = 2**(bits - 1) - 1
   # SCALED mode: the int32 sums times max_a / 255 * max_b / 127, here
   # 1 / 127 (the weights' 127 + 128 steps) times 1 / steps (the
   # activations'); the bias, per column of the [d_out, rows] result, is
   # minus the weights' shift times each row's sum.
-  bias = tf.cast(tf.reduce_sum(rounded, axis=1), tf.float32) * (
+  bias = tf.cast(tf.reduce_sum(rounded, axis=axis), tf.float32) * (
       -128.0 / (127.0 * steps))
-  transposed = tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
-      a=tf.bitcast(quantized.weights_first, tf.quint8), b=activations,
-      bias=bias,
+  return tf.raw_ops.QuantizedMatMulWithBiasAndDequantize(
+      a=tf.bitcast(quantized.weights_first, tf.quint8),
+      b=tf.bitcast(activations, tf.qint8), bias=bias,
       min_a=0.0, max_a=255.0 / 127.0, min_b=-127.0 / steps,
       max_b=127.0 / steps, min_freezed_output=-1.0, max_freezed_output=1.0,
       Toutput=tf.float32, input_quant_mode="SCALED")
-  return tf.transpose(transposed)[:-1], row_scales[:-1]
+
+
+def weights_first_feed_forward(x, w1, b1, w2, b2, bits=ACTIVATION_BITS):
+  """relu(x @ w1 + b1) @ w2 + b2 with `Int8WeightsFirstKernel`s, the hidden
+  activations kept as the first product lays them out, [d_ff, rows]: the
+  second product reads them there, so neither the float32 hidden layer
+  nor its int8 values are transposed. Each value is computed as
+  `matmul` computes it, in the same order.
+
+  Args:
+    x: float [rows, d_model]; b1: [d_ff] and b2: [d_model] in x's dtype.
+  Returns:
+    [rows, d_model] in x's dtype.
+  """
+  transposed, row_scales = _padded_rows_product(x, w1, bits)
+  hidden = tf.nn.relu(tf.cast(
+      transposed * tf.transpose(row_scales) *
+      tf.cast(w1.scales, tf.float32)[:, tf.newaxis], x.dtype) +
+                      b1[:, tf.newaxis])  # [d_ff, rows + 1]
+  rounded, column_scales = _rounded(tf.cast(hidden, tf.float32), axis=0,
+                                    bits=bits)
+  out = _product(tf.cast(rounded, tf.int8), rounded, 0, w2, bits)
+  out = (tf.transpose(out)[:-1] * tf.transpose(column_scales)[:-1] *
+         tf.cast(w2.scales, tf.float32))
+  return tf.cast(out, x.dtype) + b2
 
 
 def matmul(x, quantized, bits=ACTIVATION_BITS):

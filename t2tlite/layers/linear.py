@@ -24,10 +24,10 @@ instead (`t2tlite.layers.int8`). `multiply` takes any kernel variant
 """
 import tensorflow as tf
 
-from t2tlite.layers import int8
+from t2tlite.layers import int8, shapes
 from t2tlite.layers.search_weights import (FloatKernel, Int8Kernel,
                                            Int8WeightsFirstKernel,
-                                           LaidOutKernel)
+                                           LaidOutKernel, fused_key)
 
 
 def read_weight(variable, dtype, search_weights=None):
@@ -72,7 +72,7 @@ def decoding_kernels(values, layers):
   return kernels
 
 
-def int8_kernels(layers, weights_first=False):
+def int8_kernels(layers, weights_first=False, fused=()):
   """Each 2-D kernel of `layers` quantized for `int8.matmul`
   (`int8.quantize_kernel`), which `linear` then uses. Made once per search,
   before its loop.
@@ -80,13 +80,19 @@ def int8_kernels(layers, weights_first=False):
   Args:
     layers: Keras layers whose 2-D weights are kernels of `linear`.
     weights_first: the int8 layout (`int8.quantize_kernel`).
+    fused: tuples of kernel variables that read the same input, each
+      also quantized as one kernel (`int8.concatenated`).
   Returns:
-    {variable.path: an `Int8Kernel` or `Int8WeightsFirstKernel`}, for
-    `SearchWeights.kernels`.
+    {variable.path (or `fused_key`): an `Int8Kernel` or
+    `Int8WeightsFirstKernel`}, for `SearchWeights.kernels`.
   """
-  return {variable.path: int8.quantize_kernel(variable, weights_first)
-          for layer in layers for variable in layer.weights
-          if len(variable.shape) == 2}
+  kernels = {variable.path: int8.quantize_kernel(variable, weights_first)
+             for layer in layers for variable in layer.weights
+             if len(variable.shape) == 2}
+  for variables in fused:
+    kernels[fused_key(variables)] = int8.concatenated(
+        [kernels[variable.path] for variable in variables])
+  return kernels
 
 
 def linear(x, variable, dtype, search_weights=None):
@@ -151,8 +157,7 @@ def position_wise(x, kernel, transpose_kernel=False):
     # the ids of t2tlite's recorded bf16 decoding results. bf16 matmuls are
     # fast only on CPUs with AVX-512 BF16 or AMX, where this kernel is too.
     return tf.matmul(x, kernel, transpose_b=transpose_kernel)
-  d_in = tf.shape(x)[-1]
-  flat = tf.matmul(tf.reshape(x, [-1, d_in]), kernel,
+  flat = tf.matmul(shapes.reshape(x, [-1, shapes.dim(x, -1)]), kernel,
                    transpose_b=transpose_kernel)
   d_out = kernel.shape[0 if transpose_kernel else 1]
   return with_leading_axes(flat, x, d_out)
@@ -167,6 +172,11 @@ def with_leading_axes(flat, x, d_out):
     x: [..., d_in], the input the rows came from.
     d_out: the product's last axis (an int).
   """
-  out = tf.reshape(flat, tf.concat([tf.shape(x)[:-1], [d_out]], 0))
+  leading = x.shape[:-1]
+  if leading.rank is not None and sum(d is None for d in leading) <= 1:
+    out = shapes.reshape(flat, [shapes.dim(x, axis)
+                                for axis in range(leading.rank)] + [d_out])
+  else:  # x's leading shape, read once
+    out = tf.reshape(flat, tf.concat([tf.shape(x)[:-1], [d_out]], 0))
   out.set_shape(x.shape[:-1].concatenate([d_out]))
   return out

@@ -71,7 +71,8 @@ class SearchWeights(typing.NamedTuple):
     `search.fixed_search_weights`).
   kernels: {variable.path: the variant of a [d_in, d_out] decoder kernel}
     (`linear.decoding_kernels`, `linear.int8_kernels`); a kernel without
-    one is multiplied as its value (`kernel`).
+    one is multiplied as its value (`kernel`). Also {`fused_key`: one
+    variant for several kernels of one input} (`fused_kernel`).
   output_kernels: {the [vocab, d_model] embedding table's path: the
     variant of the tied output projection's [d_model, vocab] kernel}
     (`SharedEmbedding.output_kernels`, `SharedEmbedding.
@@ -97,10 +98,21 @@ class SearchWeights(typing.NamedTuple):
     return self.kernels.get(variable.path) or FloatKernel(
         self.values[variable.path])
 
+  def fused_kernel(self, variables):
+    """The one kernel that multiplies by several [d_in, d_out] `variables`
+    at once (their outputs side by side), or None (`fused_key`)."""
+    return self.kernels.get(fused_key(variables))
+
   def output_kernel(self, table):
     """The variant of the output kernel of a [vocab, d_model] embedding
     `table`, or None (the table is multiplied transposed)."""
     return self.output_kernels.get(table.path)
+
+
+def fused_key(variables):
+  """The `SearchWeights.kernels` key of the kernel that multiplies by all
+  of `variables` in one product (`int8.concatenated`)."""
+  return "+".join(variable.path for variable in variables)
 
 
 class EnsembleWeights(typing.NamedTuple):

@@ -91,10 +91,15 @@ class _StackLayer(keras.layers.Layer):
 
   def _feed_forward_block(self, x, training, search_weights=None):
     h = self.feed_forward_residual.sublayer_input(x)
-    return self.feed_forward_residual(
-        x, self.feed_forward(h, training=training,
-                             search_weights=search_weights),
-        training=training)
+    if search_weights is None:
+      out = self.feed_forward(h, training=training)
+    else:
+      # A search step calls the layer's `call` itself: Keras' __call__
+      # would cast every float32 tensor of the search's weights (the int8
+      # scales among them) to a mixed policy's compute dtype at every
+      # step. h is in the compute dtype already.
+      out = self.feed_forward.call(h, search_weights=search_weights)
+    return self.feed_forward_residual(x, out, training=training)
 
   def get_config(self):
     config = super().get_config()

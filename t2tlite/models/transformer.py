@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 
 from t2tlite import registry
+from t2tlite.layers.int8 import rounded_scales
 from t2tlite.layers.attention import MASK_BIAS, causal_bias, padding_bias
 from t2tlite.layers.dropout import Dropout
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
@@ -119,7 +120,11 @@ class Transformer(keras.Model):
 
   def _embed(self, embedding, ids, positions, training, start=0,
              search_weights=None, pointer=None):
-    x = positions(embedding(ids, search_weights=search_weights), start=start)
+    # A search step calls the embedding's `call` itself, as the decoder
+    # layers call their feed-forward's (`_StackLayer._feed_forward_block`).
+    embedded = (embedding(ids) if search_weights is None else
+                embedding.call(ids, search_weights=search_weights))
+    x = positions(embedded, start=start)
     if pointer is not None:
       x += pointer
     return self.embedding_dropout(x, training=training)
@@ -291,9 +296,20 @@ class Transformer(keras.Model):
 
     values = {v.path: read(v) for v in self.weights}
     if int8:
+      kernels = int8_kernels(
+          self.decoder_layers, int8_weights_first,
+          fused=[layer.self_attention.input_maps()
+                 for layer in self.decoder_layers])
+      if dtype != "float32":
+        # The feed-forward maps restore their int8 products with scales
+        # rounded to the compute dtype, as the recorded int8 outputs of
+        # mixed-precision models were made.
+        for layer in self.decoder_layers:
+          for variable in (layer.feed_forward.w1, layer.feed_forward.w2):
+            kernels[variable.path] = rounded_scales(
+                kernels[variable.path], dtype)
       return SearchWeights(
-          values,
-          kernels=int8_kernels(self.decoder_layers, int8_weights_first),
+          values, kernels=kernels,
           output_kernels=self.embedding.int8_output_kernels(
               int8_weights_first))
     return SearchWeights(

@@ -105,9 +105,9 @@ def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
   graph = step.get_concrete_function(*args).graph
   quantized = [op for op in graph.get_operations()
                if op.type == "QuantizedMatMulWithBiasAndDequantize"]
-  # Per decoder layer q, k, v, output (self), q, output (encdec), 2 FFN;
-  # then the output projection.
-  assert len(quantized) == 8 * len(tiny_model.decoder_layers) + 1
+  # Per decoder layer q, k and v in one product, output (self), q, output
+  # (encdec), 2 FFN; then the output projection.
+  assert len(quantized) == 6 * len(tiny_model.decoder_layers) + 1
   # What is left in float32 are the attention products (rank 4).
   float_matmuls = [op for op in graph.get_operations() if "MatMul" in op.type
                    and op not in quantized]
