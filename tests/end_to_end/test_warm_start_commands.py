@@ -50,12 +50,14 @@ def _last_metrics(run):
     return [json.loads(line) for line in f][-1]
 
 
-def _printed(output, what):
-  """The value of 'step 0: dev WHAT X' in a t2t-trainer output."""
+def _logged(output, what):
+  """The value of WHAT in t2t-trainer's log line 'evaluation: eval dev at
+  step 0: loss X  nll Y ...'."""
   for line in output.splitlines():
-    if line.startswith("step 0: dev ") and f" {what} " in line:
+    if "evaluation: eval dev at step 0: " in line and f" {what} " in line:
       return float(line.split(f" {what} ")[1].split()[0].rstrip(","))
-  raise AssertionError(f"no 'step 0: dev ... {what}' line in:\n{output}")
+  raise AssertionError(f"no 'eval dev at step 0: ... {what}' line in:\n"
+                       f"{output}")
 
 
 def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
@@ -68,7 +70,7 @@ def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
                     "--worker_gpu=2")
   assert f"copied from {os.path.join(run, 'vocab.model')}" in output
   assert f"Warm start from {run}/ckpt-400 (step 400)" in output
-  assert _printed(output, "loss") == pytest.approx(last["loss"], abs=5e-5)
+  assert _logged(output, "loss") == pytest.approx(last["loss"], abs=5e-5)
   first = _last_metrics(child)
   assert first["step"] == 0
   assert first["loss"] == pytest.approx(last["loss"], rel=1e-5)

@@ -153,7 +153,7 @@ def test_a_ceiling_below_the_schedule_is_the_whole_run():
 
 
 def test_planner_returns_the_plans_of_its_measurements(caplog):
-  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")
   # The chief's measurements, as the trainer passes them: 0.1 s a step
   # after 30 s, a 6 s evaluation; then 0.2 s a step since the plan, twice
   # the planned rate.
@@ -194,7 +194,7 @@ def test_a_small_replan_is_shown_before_the_next_progress_line(caplog):
   planner = budget.Planner(10, 100, 200)
   plan = planner.first_plan(50, 30.0, 0.1, 0.0, measured_from=30)
   # 0.105 s a step: a few percent fewer steps, not logged at once.
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     replanned = planner.replan(250, 30.0 + 200 * 0.105, 0.0)
     assert replanned.train_steps < plan.train_steps
     assert "Re-planned" not in caplog.text

@@ -126,7 +126,7 @@ def test_raw_data_dir_writes_translate_ende_wmt_records(multi30k_raw,
                                                         multi30k_data,
                                                         tmp_path, caplog):
   problem = get_problem("translate_ende_multi30k")
-  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")
   summary = problem.generate_data(str(tmp_path), raw_data_dir=str(
       multi30k_raw), vocab_size=VOCAB_SIZE)
   # The later test sets and the tokenized references are not in the
