@@ -54,7 +54,8 @@ def expectation_line(nodeids, workers, record):
   wall, total, unknown = expected_seconds(files, record["files"], workers)
   untimed = (f"; {unknown} file{'s' if unknown != 1 else ''} not in it"
              if unknown else "")
-  return (f"expected: about {wall / 60:.1f} min on {workers} worker"
+  about = f"{wall / 60:.1f} min" if wall >= 60 else f"{wall:.0f} s"
+  return (f"expected: about {about} on {workers} worker"
           f"{'s' if workers != 1 else ''} ({total / 60:.1f} worker-minutes, "
           f"from the durations of {record['date']} on {record['machine']}"
           f"{untimed})")

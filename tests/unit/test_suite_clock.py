@@ -33,4 +33,6 @@ def test_record_written_then_said_before_a_run(tmp_path):
   assert line.startswith("expected: about 1.5 min on 2 workers (2.0 "
                          "worker-minutes, from the durations of ")
   assert line.endswith("; 1 file not in it)")
+  assert suite_clock.expectation_line(["tests/b.py::u"], 1, record).startswith(
+      "expected: about 30 s on 1 worker (0.5 worker-minutes")
   assert suite_clock.expectation_line(["tests/a.py::t"], 2, None) is None
