@@ -36,6 +36,30 @@ mkdir -p "$work"
 # and the precision, oneDNN and int8 decisions here (t2tlite.precision).
 fingerprint() { python "$(dirname "$0")/fingerprint.py"; python -m t2tlite.precision; }
 
+# The lowercased tokenized BLEU of a t2t-bleu output file.
+bleu_of() {
+  sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' "$1"
+}
+better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
+
+# decoded_bleu RUN CORPUS SPLIT LANG CHECKPOINT ALPHA OUT [DECODER FLAG...]:
+# decodes $work/SPLIT.en with RUN's CHECKPOINT (beam 4, ALPHA) into
+# $work/OUT.out.LANG, scores it against $work/SPLIT.LANG and CORPUS's
+# tokenized reference into $work/OUT.bleu.LANG.txt; prints its BLEU.
+decoded_bleu() {
+  local run=$1 corpus=$2 split=$3 lang=$4 checkpoint=$5 alpha=$6 out=$7
+  shift 7
+  t2t-decoder --output_dir="$run" --checkpoint_path="$checkpoint" "$@" \
+      --decode_hparams="beam_size=4,alpha=$alpha,batch_size=64" \
+      --decode_from_file="$work/$split.en" \
+      --decode_to_file="$work/$out.out.$lang" >&2
+  t2t-bleu --translation="$work/$out.out.$lang" --reference="$work/$split.$lang" \
+      --tokenized_reference="$corpus/tok/$split.lc.norm.tok.$lang" \
+      --language="$lang" > "$work/$out.bleu.$lang.txt"
+  echo "$out $lang alpha $alpha" >&2; cat "$work/$out.bleu.$lang.txt" >&2
+  bleu_of "$work/$out.bleu.$lang.txt"
+}
+
 # Multi30k EN->$1 (de or fr): datagen, an hour of transformer_multi30k (at
 # most the recipe's 5,000 steps: on a fast machine the steps past them did
 # not gain dev BLEU, and the hour's longer schedule cooled down later), the
@@ -68,18 +92,8 @@ translation() {
   # 0.6 (the paper's), then alpha 0.6, 1.0 or 1.4 for that one. test2016 is
   # decoded once, with the choice.
   score() {  # score SPLIT CHECKPOINT ALPHA NAME; prints the tokenized BLEU
-    t2t-decoder --output_dir="$run" --checkpoint_path="$2" \
-        --decode_hparams="beam_size=4,alpha=$3,batch_size=64" \
-        --decode_from_file="$work/$1.en" \
-        --decode_to_file="$work/$1.$4.out.$lang" >&2
-    t2t-bleu --translation="$work/$1.$4.out.$lang" --reference="$work/$1.$lang" \
-        --tokenized_reference="$corpus/tok/$1.lc.norm.tok.$lang" \
-        --language="$lang" > "$work/$1.$4.bleu.$lang.txt"
-    echo "$1 $4 alpha $3" >&2; cat "$work/$1.$4.bleu.$lang.txt" >&2
-    sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' \
-        "$work/$1.$4.bleu.$lang.txt"
+    decoded_bleu "$run" "$corpus" "$1" "$lang" "$2" "$3" "$1.$4"
   }
-  better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
   local checkpoint=$run/best best_bleu best_ckpt=best best_alpha=0.6 bleu n alpha
   best_bleu=$(score val "$checkpoint" 0.6 best)
   for n in 5 10; do
@@ -293,26 +307,14 @@ multilingual() {
   for f in val test_2016_flickr; do
     for lang in en de fr; do zcat "$corpus/raw/$f.$lang.gz" > "$work/$f.$lang"; done
   done
-  bleu_of() {  # bleu_of FILE: the lowercased tokenized BLEU t2t-bleu wrote
-    sed -n 's/^lowercased Moses-tokenized BLEU against .*: BLEU = \([0-9.]*\).*/\1/p' "$1"
-  }
   score() {  # score SPLIT LANG CHECKPOINT ALPHA NAME; prints the tokenized BLEU
-    t2t-decoder --output_dir="$run" --checkpoint_path="$3" \
-        --target_language="$2" \
-        --decode_hparams="beam_size=4,alpha=$4,batch_size=64" \
-        --decode_from_file="$work/$1.en" \
-        --decode_to_file="$work/$1.multi.$5.out.$2" >&2
-    t2t-bleu --translation="$work/$1.multi.$5.out.$2" --reference="$work/$1.$2" \
-        --tokenized_reference="$corpus/tok/$1.lc.norm.tok.$2" \
-        --language="$2" > "$work/$1.multi.$5.bleu.$2.txt"
-    echo "$1 $2 $5 alpha $4" >&2; cat "$work/$1.multi.$5.bleu.$2.txt" >&2
-    bleu_of "$work/$1.multi.$5.bleu.$2.txt"
+    decoded_bleu "$run" "$corpus" "$1" "$2" "$3" "$4" "$1.multi.$5" \
+        --target_language="$2"
   }
   both() {  # both CHECKPOINT NAME; prints the mean dev BLEU at alpha 0.6
     python -c "import sys; print((float(sys.argv[1]) + float(sys.argv[2])) / 2)" \
         "$(score val de "$1" 0.6 "$2")" "$(score val fr "$1" 0.6 "$2")"
   }
-  better() { python -c "import sys; print(int(float(sys.argv[1]) > float(sys.argv[2])))" "$1" "$2"; }
   local checkpoint=$run/best best_ckpt=best best_mean mean n
   best_mean=$(both "$checkpoint" best)
   for n in 5 10; do
