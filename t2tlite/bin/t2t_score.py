@@ -15,6 +15,12 @@ output (beam search's before its length penalty).
 The two files must have the same number of lines, and no line may be empty
 (an empty line is usually a misaligned corpus): either fails with an error
 naming the file and line, before the model loads.
+
+A model of a mixture of problems scores each source line with its
+target-language tag, as t2t-decoder decodes it: --target_language=de puts
+<2de> before each line that does not start with a known tag of its own; a
+line without a tag and no --target_language is an error naming the line and
+the languages the model knows.
 """
 import os
 
@@ -22,6 +28,7 @@ from absl import flags
 from absl import logging
 
 from t2tlite import files
+from t2tlite.data import languages
 from t2tlite.bin import common_flags, console, lazy, run_flags  # noqa: F401
 
 # TensorFlow loads when this is first used, after the flags are parsed.
@@ -36,6 +43,10 @@ flags.DEFINE_string("scores_file", None, "Where the scores go, one line a "
                     "pair: total<TAB>normalized[<TAB>per-token scores].")
 flags.DEFINE_boolean("per_token", False, "Also write each target token's "
                      "log-probability.")
+flags.DEFINE_string("target_language", None, "A model of a mixture of "
+                    "problems: the language the targets are in (de: the "
+                    "tag <2de> before each source line that does not start "
+                    "with a tag of its own).")
 flags.DEFINE_integer("batch_size", 64, "Pairs scored together.",
                      lower_bound=1)
 
@@ -79,6 +90,20 @@ def _check_lengths(model, source_ids, target_ids):
             f"at most {config.max_length} (hparams max_length)")
 
 
+def _tagged(sources, known):
+  """The source lines as the model reads them (`languages.tag_line`)."""
+  if FLAGS.target_language is not None:
+    languages.check_language(FLAGS.target_language, known)
+  tagged = []
+  for number, line in enumerate(sources, 1):
+    try:
+      tagged.append(languages.tag_line(line, known, FLAGS.target_language))
+    except languages.LanguageError as error:
+      raise languages.LanguageError(
+          f"--source_file={FLAGS.source_file} line {number}: {error}") from None
+  return tagged
+
+
 def format_line(score, per_token):
   line = f"{score.total:.6f}\t{score.normalized:.6f}"
   if per_token:
@@ -93,6 +118,7 @@ def _run():
   common_flags.load_run_plugins(FLAGS.output_dir)
   model, info, path = run_dir.load_trained_model(FLAGS.output_dir,
                                                  FLAGS.checkpoint_path)
+  sources = _tagged(sources, info.target_languages)
   logging.info("Scoring %d pairs with %s", len(sources), path)
   vocab = Vocabulary.from_file(info.vocab_file)
   target_vocab = Vocabulary.from_file(info.target_vocab_file)

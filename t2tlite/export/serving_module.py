@@ -35,7 +35,16 @@ the input key "inputs" and return the keys "outputs" and "scores"):
                         included (`t2tlite.decode.scoring`, as t2t-score);
                         normalized_scores float32 [batch] per target token;
                         lengths int32 [batch] target tokens with EOS;
-                        token_scores float32 [batch, len], 0-padded
+                        token_scores float32 [batch, len], 0-padded;
+                        a model of a mixture of problems takes each source
+                        line with its target-language tag first ("<2de> A
+                        dog."), failing as translate_to_language for a line
+                        without one
+    score_to_language
+                     (a mixture's only) inputs, targets as score, and
+                     target_language tf.string [batch] as
+                     translate_to_language
+                     -> as score
 
 With the decode hparam return_beams (or num_samples > 1 when sampling),
 outputs and scores gain a beam (sample) axis after the batch axis (best
@@ -81,6 +90,7 @@ IDS_SIGNATURE = "translate_ids"
 PREFIX_SIGNATURE = "translate_with_prefix"
 PREFIX_KEY = "target_prefixes"
 LANGUAGE_SIGNATURE = "translate_to_language"
+SCORE_LANGUAGE_SIGNATURE = "score_to_language"
 LANGUAGE_KEY = "target_language"
 SCORE_SIGNATURE = "score"
 INPUT_KEY = "inputs"
@@ -395,11 +405,19 @@ class ServingModule(tf.Module):
         lambda inputs: translate_ids(model, vocab.size, settled, length,
                                      inputs, constraint, weights),
         tf.TensorSpec([None, None], tf.int32, name=INPUT_KEY))
-    self.score = _traced(
-        lambda inputs, targets: score_text(model, vocab, self.target_vocab,
-                                           length, inputs, targets),
-        tf.TensorSpec([None], tf.string, name=INPUT_KEY),
-        tf.TensorSpec([None], tf.string, name=TARGET_KEY))
+    def scored(inputs, targets, target_language=None):
+      if target_languages:  # "": each line starts with its own tag
+        inputs = tag_inputs(inputs, tf.zeros_like(inputs) if
+                            target_language is None else target_language,
+                            target_languages)
+      return score_text(model, vocab, self.target_vocab, length, inputs,
+                        targets)
+
+    pair = (tf.TensorSpec([None], tf.string, name=INPUT_KEY),
+            tf.TensorSpec([None], tf.string, name=TARGET_KEY))
+    self.score = _traced(scored, *pair)
+    self.score_to_language = target_languages and _traced(
+        scored, *pair, tf.TensorSpec([None], tf.string, name=LANGUAGE_KEY))
 
   def signatures(self):
     """{signature name: concrete function} for tf.saved_model.save."""
@@ -409,4 +427,5 @@ class ServingModule(tf.Module):
                   SCORE_SIGNATURE: self.score}
     if self.translate_to_language:
       signatures[LANGUAGE_SIGNATURE] = self.translate_to_language
+      signatures[SCORE_LANGUAGE_SIGNATURE] = self.score_to_language
     return signatures

@@ -6,8 +6,9 @@ its tag, as the export's translate_to_language signature does in a fresh
 process; t2t-serve's API answers two languages for one line in one batch,
 each as alone, and its page offers the languages. A single-member child
 warm-starts from it with its vocabulary; a mixture child of a parent whose
-vocabulary lacks the tags is refused. t2t-trainer is the one command run
-(the export's client a bare Python process); the rest runs in-process."""
+vocabulary lacks the tags is refused. t2t-trainer and t2t-score are the
+commands run (the export's client a bare Python process); the rest runs
+in-process."""
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from t2tlite import (create_hparams, problem_decoding, registry,
 from t2tlite.data import languages, vocab_source
 from t2tlite.data.samples import DataError
 from t2tlite.data.vocab import train_sentencepiece
-from t2tlite.decode import machine
+from t2tlite.decode import machine, scoring
 from t2tlite.export import exporter
 from t2tlite.models import build_model
 from t2tlite.serve import app as app_lib
@@ -61,7 +62,8 @@ request_path, result_path = sys.argv[1:]
 path = sys.stdin.readline().strip()
 with open(request_path) as f:
   request = json.load(f)
-signature = tf.saved_model.load(path).signatures["translate_to_language"]
+signatures = tf.saved_model.load(path).signatures
+signature = signatures["translate_to_language"]
 
 def call(lines, targets):
   out = signature(inputs=tf.constant(lines, tf.string),
@@ -77,6 +79,19 @@ for name, target in (("unknown", "de"), ("missing", "")):
     result[name] = "no error"
   except tf.errors.InvalidArgumentError as error:
     result[name] = error.message
+sources, targets, pair_languages = zip(*request["pairs"])
+pairs = {"inputs": tf.constant(sources), "targets": tf.constant(targets)}
+result["scores"] = signatures["score_to_language"](
+    **pairs, target_language=tf.constant(pair_languages))["scores"].numpy()
+result["scores"] = result["scores"].tolist()
+result["tagged_scores"] = signatures["score"](
+    inputs=tf.constant(request["tagged_sources"]),
+    targets=pairs["targets"])["scores"].numpy().tolist()
+try:
+  signatures["score"](**pairs)
+  result["untagged_score"] = "no error"
+except tf.errors.InvalidArgumentError as error:
+  result["untagged_score"] = error.message
 result["t2tlite_imported"] = any(m.split(".")[0] == "t2tlite"
                                  for m in sys.modules)
 with open(result_path, "w") as f:
@@ -108,9 +123,13 @@ def plugins():
 
 
 @pytest.fixture(scope="module")
-def decoder(run):
+def loaded(run):
+  return run_decoding.load_run(run)
+
+
+@pytest.fixture(scope="module")
+def decoder(loaded):
   """(the in-process Decoder of the run, greedy, its known languages)."""
-  loaded = run_decoding.load_run(run)
   return (loaded.decoder(machine.settle(problem_decoding.decode_hparams(
       loaded.info.problem, DECODE))), loaded.info.target_languages)
 
@@ -189,18 +208,26 @@ def test_the_page_translates_into_the_language_chosen(app):
 
 @pytest.mark.timeout(240)
 def test_decodes_each_member_by_its_tag_as_its_export_does(run, decoder,
-                                                           tmp_path):
+                                                           loaded, tmp_path):
   """The decoder copies or reverses each line by its tag; the SavedModel's
   translate_to_language signature, in a process that never imports
   t2tlite, gives the same for each line in either language (one batch, and
   alone), a blank line, a line keeping its own tag, a tag's text inside a
   line; an unknown language, or none for an untagged line, fails naming
-  the known ones."""
+  the known ones. Its score_to_language and score signatures (tagged
+  lines) score pairs as the in-process Scorer of the tagged lines does:
+  a copy scores higher in the copying language than in the reversing one."""
   decoder, known = decoder
   lines = [*LINES, *LINES, "", "<2cp> 7 0 2", "4 <2cp> 8"]
   targets = [COPY] * 3 + [REVERSE] * 3 + [REVERSE, "", REVERSE]
+  copy = LINES[0]
+  pairs = [(copy, copy, COPY), (copy, copy, REVERSE),
+           (copy, " ".join(copy.split()[::-1]), REVERSE)]
+  tagged_sources = [languages.tag_line(source, known, language)
+                    for source, _, language in pairs]
   (tmp_path / "request.json").write_text(json.dumps(
-      {"lines": lines, "languages": targets}))
+      {"lines": lines, "languages": targets, "pairs": pairs,
+       "tagged_sources": tagged_sources}))
   with processes() as started:  # killed if still running on failure
     client = subprocess.Popen(
         [sys.executable, "-c", FRESH_CLIENT, str(tmp_path / "request.json"),
@@ -228,6 +255,35 @@ def test_decodes_each_member_by_its_tag_as_its_export_does(run, decoder,
           "plugin_reverse_digits" in result["unknown"])
   assert ("a target language is needed" in result["missing"] and
           "this model knows cp, plugin_reverse_digits" in result["missing"])
+  in_process = [score.total for score in scoring.Scorer(
+      loaded.model, loaded.vocab, loaded.target_vocab).score_lines(
+          tagged_sources, [target for _, target, _ in pairs])]
+  assert result["scores"] == pytest.approx(in_process, rel=1e-4, abs=1e-4)
+  assert result["tagged_scores"] == pytest.approx(in_process, rel=1e-4,
+                                                  abs=1e-4)
+  assert in_process[0] > in_process[1] and in_process[2] > in_process[1]
+  assert "a target language is needed" in result["untagged_score"]
+
+
+def test_t2t_score_tags_each_line_as_the_decoder(run, loaded, tmp_path):
+  """t2t-score --target_language tags each source line without a tag of
+  its own, as t2t-decoder: its totals are the in-process Scorer's of the
+  tagged lines; a line with its own tag keeps it."""
+  reverse_tag = f"<2{REVERSE}>"
+  sources = [LINES[0], f"{reverse_tag} {LINES[0]}", LINES[1]]
+  targets = [LINES[0], " ".join(LINES[0].split()[::-1]), LINES[1]]
+  (tmp_path / "src").write_text("".join(f"{l}\n" for l in sources))
+  (tmp_path / "tgt").write_text("".join(f"{l}\n" for l in targets))
+  command("t2t-score", f"--output_dir={run}",
+          f"--source_file={tmp_path}/src", f"--target_file={tmp_path}/tgt",
+          f"--scores_file={tmp_path}/scores", f"--target_language={COPY}")
+  totals = [float(line.split("\t")[0]) for line
+            in (tmp_path / "scores").read_text().splitlines()]
+  tagged = [f"<2cp> {LINES[0]}", sources[1], f"<2cp> {LINES[1]}"]
+  in_process = [score.total for score in scoring.Scorer(
+      loaded.model, loaded.vocab, loaded.target_vocab).score_lines(
+          tagged, targets)]
+  assert totals == pytest.approx(in_process, rel=1e-4, abs=1e-4)
 
 
 def test_a_single_member_child_warm_starts_with_the_mixtures_vocabulary(
