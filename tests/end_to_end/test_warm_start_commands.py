@@ -10,6 +10,8 @@ import os
 import pytest
 
 from t2tlite import problem as problem_lib
+from t2tlite import problem_decoding, run_decoding
+from t2tlite.decode import machine
 from t2tlite.export import exporter
 from t2tlite.report import collect, render
 import permuted_vocab
@@ -131,15 +133,11 @@ def test_a_mapped_vocabulary_decodes_as_the_parent(parent, tmp_path):
   _trainer(data, child, f"--warm_start_from={run}",
                     "--warm_start_map_vocab", "--schedule=evaluate")
   assert _last_metrics(child)["exact_match"] == last["exact_match"]
-  lines = tmp_path / "lines.txt"
-  lines.write_text("1 2 3 4 5\n9 8 7\n4 4 6 1 2 3 8\n3 1\n")
-  decoded = []
-  for output_dir in (run, child):
-    out = tmp_path / f"{os.path.basename(output_dir)}.out"
-    train_helpers.command("t2t-decoder", f"--output_dir={output_dir}",
-                          f"--decode_from_file={lines}",
-                          f"--decode_to_file={out}")
-    decoded.append(out.read_text().splitlines())
+  # Decoded in-process as t2t-decoder does (its default settings, float32).
+  lines = ["1 2 3 4 5", "9 8 7", "4 4 6 1 2 3 8", "3 1"]
+  settled = machine.settle(problem_decoding.decode_hparams(PROBLEM))
+  decoded = [run_decoding.load_run(output_dir).decoder(settled).decode_lines(
+      lines, progress=False)[0] for output_dir in (run, child)]
   assert decoded[0] == decoded[1]
   assert len(set(decoded[0])) > 1, decoded  # not one output for every line
 
