@@ -23,7 +23,7 @@ def trainer_command(data_dir, output_dir, *extra):
           "--problem=algorithmic_reverse", "--hparams_set=transformer_tiny",
           f"--hparams={train_helpers.TINY_HPARAMS},batch_size=128,"
           "max_length=16", f"--data_dir={data_dir}",
-          f"--output_dir={output_dir}", "--generate_data", "--schedule=train",
+          f"--output_dir={output_dir}", "--schedule=train",
           "--random_seed=3", "--log_step_count_steps=1",
           f"--worker_timeout_secs={WORKER_TIMEOUT_SECS}", *extra]
 
