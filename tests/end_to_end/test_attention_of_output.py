@@ -96,30 +96,6 @@ def test_sampled_attention_is_not_that_of_the_greedy_output(client):
   assert sampled["target"] != greedy["target"]
 
 
-@pytest.mark.parametrize("overrides", STRATEGIES)
-def test_each_ensemble_member_is_teacher_forced_on_its_output(folders,
-                                                              overrides):
-  models, info, _ = run_dir.load_models(folders[0], folders)
-  vocab = Vocabulary.from_file(info.vocab_file)
-  decoder = decoding.Decoder(Ensemble(models), vocab, machine.settle(
-      DecodeHParams.parse(overrides + ",extra_length=6")))
-  line = multi30k_lines("en", 2)[1]
-  outputs, _, ids = decoder.decode_batch([line], with_ids=True)
-  maps = attention_plots.decoded_attention_maps(decoder, line)
-  assert len(maps) == 2
-  for member, member_maps in zip(models, maps):
-    assert member_maps["target"] == outputs[0]
-    assert len(member_maps["pieces"]["target"]) == len(ids[0])
-    alone = attention_plots.attention_maps(member, vocab, line, ids[0])
-    for kind in ("encoder", "decoder_self", "encdec"):
-      for got, want in zip(member_maps["weights"][kind],
-                           alone["weights"][kind]):
-        assert (got == want).all()
-  # Members differ, so their maps do.
-  assert (maps[0]["weights"]["encdec"][0] !=
-          maps[1]["weights"]["encdec"][0]).any()
-
-
 def test_api_target_prefixes_start_the_translations(client):
   lines = multi30k_lines("en", 2)
   request = {"lines": lines, "target_prefixes": ["Ein Hund", ""],
@@ -172,6 +148,9 @@ def test_a_batch_with_a_bad_prefix_fails_only_that_line(source):
 @pytest.mark.parametrize("overrides", STRATEGIES)
 def test_api_attention_of_an_ensemble_has_each_members_maps(
     ensemble, reloaded, overrides):
+  """Each member's maps are that member alone teacher-forced on the
+  ensemble's output: in the library (decoded_attention_maps, exactly) and
+  through the app serving the ensemble."""
   members, client = ensemble
   info = client.get("/api/info").get_json()["model"]
   assert info["ensemble"] == members
@@ -184,23 +163,31 @@ def test_api_attention_of_an_ensemble_has_each_members_maps(
   assert shown["target"] == translated
   assert len(shown["members"]) == 2
   assert shown["members"][0]["attention"] == shown["attention"]
-  # Each member's maps: that member alone, teacher-forced on the ids the
-  # ensemble (loaded again here) decodes for the line.
+  # The ensemble loaded again here: the ids it decodes for the line.
   models, vocab = reloaded
   decoder = decoding.Decoder(Ensemble(models), vocab,
                              machine.settle(DecodeHParams.parse(hp)))
   outputs, _, ids = decoder.decode_batch([line], with_ids=True)
   assert outputs[0] == translated
-  for model, member in zip(models, shown["members"]):
+  maps = attention_plots.decoded_attention_maps(decoder, line)
+  assert len(maps) == 2
+  for model, member_maps, member in zip(models, maps, shown["members"]):
     alone = attention_plots.attention_maps(model, vocab, line, ids[0])
+    assert member_maps["target"] == outputs[0]
+    assert len(member_maps["pieces"]["target"]) == len(ids[0])
     for kind in ("encoder", "decoder_self", "encdec"):
       assert len(member["attention"][kind]) == len(alone["weights"][kind])
-      for got, want in zip(member["attention"][kind],
-                           alone["weights"][kind]):
-        np.testing.assert_allclose(np.array(got), want, atol=1e-4)
+      for got, served, want in zip(member_maps["weights"][kind],
+                                   member["attention"][kind],
+                                   alone["weights"][kind]):
+        assert (got == want).all()
+        np.testing.assert_allclose(np.array(served), want, atol=1e-4)
+  # Members differ, so their maps do.
+  assert (maps[0]["weights"]["encdec"][0] !=
+          maps[1]["weights"]["encdec"][0]).any()
   first, second = (np.array(m["attention"]["encdec"][0])
                    for m in shown["members"])
-  assert np.abs(first - second).max() > 1e-3  # members differ
+  assert np.abs(first - second).max() > 1e-3
 
 
 def test_a_single_models_attention_has_no_members(client):

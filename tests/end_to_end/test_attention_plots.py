@@ -9,7 +9,8 @@ import pytest
 from t2tlite.decode import attention_plots, decoding, machine
 from t2tlite.decode.settings import DecodeHParams
 
-from run_folder import TINY, needs_multi30k, trained_run
+from run_folder import TINY, needs_multi30k
+from shared_run import shared_trained_run
 
 pytestmark = needs_multi30k
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -17,7 +18,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-  return trained_run(str(tmp_path_factory.mktemp("run")))
+  """(run folder, model, Vocabulary) of the session's shared run (read
+  only: the plots go elsewhere)."""
+  return shared_trained_run(tmp_path_factory)
 
 
 def test_maps_have_the_shapes_of_the_sentences(trained):
