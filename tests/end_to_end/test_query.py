@@ -19,15 +19,17 @@ pytest.importorskip("tensorflow_serving",
 import grpc  # noqa: E402
 from tensorflow_serving.apis import predict_pb2  # noqa: E402
 
+from t2tlite import run_dir  # noqa: E402
+from t2tlite.data.vocab import Vocabulary  # noqa: E402
 from t2tlite.decode.decoding import Decoder  # noqa: E402
 from t2tlite.decode.machine import settle  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
-from t2tlite.export import exporter, query  # noqa: E402
+from t2tlite.export import query  # noqa: E402
 
-from run_folder import MULTI30K_RAW, multi30k_lines, trained_run  # noqa: E402
+from run_folder import MULTI30K_RAW, multi30k_lines  # noqa: E402
 import serving_stand_in  # noqa: E402
+from shared_export import DECODE, exported_run_folder  # noqa: E402
 
-DECODE = "beam_size=2,extra_length=4"
 NAME = "ende"
 # Whichever test comes first builds the module's export and stand-in (a
 # minute or two on a loaded machine): the limit holds that as well.
@@ -37,13 +39,15 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
   """(server address, Decoder with the exported settings, the stand-in's
-  servicer); the stand-in server runs for the module's tests and is
-  stopped after them."""
+  servicer): the stand-in serves the session's shared export (DECODE;
+  tests/support/shared_export.py, read only), runs for the module's tests
+  and is stopped after them."""
   if not os.path.isdir(MULTI30K_RAW):
     pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
-  folder, model, vocab = trained_run(str(tmp_path_factory.mktemp("run")))
-  path = exporter.export_saved_model(folder, decode_hparams=DECODE)
-  stand_in = serving_stand_in.start(NAME, os.path.dirname(path))
+  folder = exported_run_folder(tmp_path_factory)
+  model, info, _ = run_dir.load_trained_model(folder)
+  vocab = Vocabulary.from_file(info.vocab_file)
+  stand_in = serving_stand_in.start(NAME, os.path.join(folder, "export"))
   try:
     # The session's first run optimizes the graph (tens of seconds on a
     # loaded machine): done here, so that no test's deadline depends on
