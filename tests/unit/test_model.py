@@ -34,10 +34,11 @@ def analytic_param_count(hp, vocab):
   return total
 
 
+# One set of Table 3 for each way its rows vary the model (one head as wide
+# as the model; d_k other than d_v; fewer layers; a narrower model; learned
+# positions); test_hparams.py checks every row's values.
 PAPER_SETS = ["transformer_base", "transformer_big"] + [
-    f"transformer_base_{row}" for row in
-    ("a1", "a2", "a3", "a4", "b1", "b2", "c1", "c2", "c3", "c4", "c5", "c6",
-     "c7", "e")]
+    f"transformer_base_{row}" for row in ("a1", "b1", "c1", "c4", "e")]
 
 
 @pytest.mark.parametrize("name", PAPER_SETS)
@@ -131,8 +132,9 @@ def test_beams_share_their_batch_elements_encoder_memory():
 
 def test_cached_decoding_in_a_compiled_loop():
   """decode_step keeps static shapes, so a tf.while_loop can carry the cache
-  (with XLA too): this is what beam search and the exporter rely on."""
-  model = tiny()
+  (with XLA too): this is what beam search and the exporter rely on. One
+  layer: every layer's cache is carried alike, and XLA compiles it faster."""
+  model = tiny("num_layers=1")
   inputs = tf.constant([[5, 6, 7, 8, 1]])
 
   def greedy(inputs):
