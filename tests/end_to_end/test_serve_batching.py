@@ -2,9 +2,10 @@
 drain on SIGTERM, against one real server on 127.0.0.1 (started again for
 the tests after the SIGTERM test: tests/support/restartable.py).
 
-The module's server serves a transformer_tiny export (random weights, a
-Multi30k vocabulary: tests/support/run_folder.py) with small batches and a
-small queue (SERVER_FLAGS), so that 128 clients overload it. Requests the
+The module's server serves the session's shared transformer_tiny export
+(random weights, a Multi30k vocabulary, beam_size=2,alpha=0.6 fixed in
+the graph: tests/support/shared_export.py, read only) with small batches
+and a small queue (SERVER_FLAGS), so that 128 clients overload it. Requests the
 export cannot answer (other decode hparams, the n-best) make the server
 rebuild the model from the run folder and trace a search for them, which
 takes seconds: the tests use such a request to keep the batcher busy.
@@ -24,7 +25,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from restartable import Restartable
-from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from run_folder import multi30k_lines, needs_multi30k
+from shared_export import shared_export
 import train_helpers
 
 # Whichever test comes first builds the module's export and server (a
@@ -32,7 +34,6 @@ import train_helpers
 # server again: the limit holds those as well as the test.
 pytestmark = [needs_multi30k, pytest.mark.timeout(600)]
 
-DECODE = "beam_size=2,alpha=0.6,extra_length=5"
 SERVER_FLAGS = ["--max_batch_lines=4", "--max_queued_lines=8",
                 "--batch_window_ms=5", "--drain_secs=120"]
 START_SECS = 300  # a loaded 2-core machine starts TensorFlow slowly
@@ -116,14 +117,11 @@ def _watch_warm_up(proc, log_path, deadline):
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-  """A Restartable of (URL, Popen, WarmUp): t2t-serve over a tiny export
-  with SERVER_FLAGS, started again after a test stopped it; killed at
-  teardown if still running."""
-  from t2tlite.export import exporter
+  """A Restartable of (URL, Popen, WarmUp): t2t-serve over the shared
+  export with SERVER_FLAGS, started again after a test stopped it; killed
+  at teardown if still running."""
   tmp = tmp_path_factory.mktemp("serve_batching")
-  folder = str(tmp / "run")
-  make_run_folder(folder)
-  version = exporter.export_saved_model(folder, decode_hparams=DECODE)
+  version = shared_export(tmp_path_factory)
   with train_helpers.processes() as started:
 
     def start():
