@@ -112,8 +112,7 @@ def test_two_workers_share_the_plan_and_the_chiefs_early_stopping(
         "--local_eval_frequency=5", "--eval_steps=1",
         "--eval_decode_samples=4", "--eval_decode_hparams=beam_size=1",
         "--early_stopping_patience=2",
-        "--log_step_count_steps=10", "--mixed_precision=float32",
-        "--keep_checkpoint_max=1",
+        "--log_step_count_steps=10", "--keep_checkpoint_max=1",
         # Not a fault test: collectives that wait long on a loaded machine.
         "--worker_timeout_secs=60")
     for proc in procs:
