@@ -108,25 +108,28 @@ def test_every_command_has_help():
 def test_commands_load_tensorflow_only_to_run():
   """--help, a misspelt flag and a missing required flag answer before
   the command's body runs; so importing every command module (its flag
-  definitions) must load no TensorFlow or Keras (t2tlite.bin.lazy)."""
-  code = ("import importlib, sys\n"
-          "importlib.import_module(sys.argv[1])\n"
-          "print(sorted(n for n in ('tensorflow', 'keras') "
-          "if n in sys.modules))")
-  # One process each: commands define flags of the same name.
-  processes = {module: subprocess.Popen(
-      [sys.executable, "-c", code, f"t2tlite.bin.{module}"],
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=clean_env()) for _, module in console_scripts()}
-  try:
-    for module, process in processes.items():
-      stdout, stderr = process.communicate(timeout=120)
-      assert process.returncode == 0, stderr[-3000:]
-      assert stdout.strip() == "[]", f"t2tlite.bin.{module} loads {stdout}"
-  finally:
-    for process in processes.values():
-      if process.poll() is None:
-        process.kill()
+  definitions) must load no TensorFlow or Keras (t2tlite.bin.lazy). One
+  process imports them in turn, forgetting each (tests/support/
+  command_flags.py: commands define flags of the same name); TensorFlow,
+  once loaded, stays, so the first module that loads it is named."""
+  code = ("import json, sys\n"
+          "sys.path.insert(0, sys.argv[1])\n"
+          "from command_flags import command_flags\n"
+          "loaded = {}\n"
+          "for module in sys.argv[2:]:\n"
+          "  command_flags([module])\n"
+          "  loaded[module] = sorted(n for n in ('tensorflow', 'keras') "
+          "if n in sys.modules)\n"
+          "print(json.dumps(loaded))")
+  modules = [f"t2tlite.bin.{module}" for _, module in console_scripts()]
+  run = subprocess.run(
+      [sys.executable, "-c", code, str(REPO / "tests" / "support"),
+       *modules], capture_output=True, text=True, env=clean_env(),
+      timeout=120)
+  assert run.returncode == 0, run.stderr[-3000:]
+  loaded = json.loads(run.stdout)
+  assert list(loaded) == modules
+  assert loaded == {module: [] for module in modules}, loaded
 
 
 def test_noise_detection_sees_tensorflow_lines():
@@ -140,15 +143,16 @@ def test_noise_detection_sees_tensorflow_lines():
 
 
 @pytest.mark.timeout(180)
-def test_precision_check_keeps_its_measurement(tmp_path):
+def test_precision_check_keeps_its_measurement(tmp_path, monkeypatch):
   """`python -m t2tlite.precision` prints auto's choice and only its own
-  lines; on a CPU with a bfloat16 flag a second process reads the kept
-  speedup, and --remeasure measures it again."""
+  lines; on a CPU with a bfloat16 flag another process (this one) reads
+  the kept speedup (a figure written in its place) instead of measuring,
+  and --remeasure measures it again."""
+  from t2tlite import bfloat16_check, hardware
   env = dict(clean_env(), T2TLITE_CACHE_DIR=str(tmp_path))
   checks = lambda *args: subprocess.run(
       [sys.executable, "-m", "t2tlite.precision", *args], env=env,
       capture_output=True, text=True, timeout=120, check=True)
-  run = lambda *args: checks(*args).stdout
   first_check = checks()
   assert not noise(first_check.stderr), first_check.stderr[:3000]
   first = first_check.stdout
@@ -164,11 +168,18 @@ def test_precision_check_keeps_its_measurement(tmp_path):
   [entry] = json.loads(kept.read_text()).values()
   assert float(speedup.group(1)) == entry["speedup"]
   assert f"kept in {kept}" in first
-  assert f"speedup: {speedup.group(1)}x" in run()
   kept.write_text(json.dumps({key: dict(value, speedup=99.0) for key, value
                               in json.loads(kept.read_text()).items()}))
-  assert "speedup: 99.0x" in run()
-  assert "speedup: 99.0x" not in run("--remeasure")
+
+  def measure():
+    raise AssertionError("measured the bfloat16 speedup again")
+
+  monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", measure)
+  device = hardware.describe_device.__wrapped__()
+  assert device.bfloat16_speedup == 99.0
+  assert device.measured.endswith(f"kept in {kept}")
+  assert "speedup: 99.0x" not in checks("--remeasure").stdout
   assert list(json.loads(kept.read_text()).values())[0]["speedup"] < 99
 
 
@@ -296,32 +307,85 @@ def test_generate_data_prints_the_datagen_summary(plugin_run):
                for line in lines), (split, run.stdout)
 
 
-@pytest.mark.timeout(420)
-def test_plugin_model_is_rebuilt_from_the_run_folder(plugin_run):
-  from t2tlite import registry, run_dir
+@pytest.fixture(scope="module")
+def plugin_loaded(plugin_run):
+  """The plugin run loaded in this process (run_decoding.LoadedRun), as
+  t2t-decoder loads it, the plugin imported here."""
+  from t2tlite import registry, run_decoding
   output_dir, _ = plugin_run
   try:
     if "plugin_postnorm_transformer" not in registry.models:
       registry.import_usr_dir(str(PLUGINS))
-    model, info, _ = run_dir.load_trained_model(str(output_dir))
+    return run_decoding.load_run(str(output_dir))
   finally:  # a later test imports the plugin into registries of its own
     for name in [m for m in sys.modules if m.startswith("t2t_usr_plugins")]:
       del sys.modules[name]
+
+
+@pytest.mark.timeout(420)
+def test_plugin_model_is_rebuilt_from_the_run_folder(plugin_loaded):
+  model, info = plugin_loaded.model, plugin_loaded.info
   assert type(model).__name__ == "PluginPostNormTransformer"
-  assert (model.config.norm_position, info.hparams.norm_position) == ("post", "pre")
+  assert (model.config.norm_position, info.hparams.norm_position) == (
+      "post", "pre")
+
+
+# plugin_sort_digits supplies a constraint: sorted digits, one per input
+# digit. Two lines longer than any training example (the 2nd and 3rd),
+# then lines the constraint test reads too.
+SHORT_LINES = ["3 1 2", "9 0 9 4 4 7 1", "5 5 2 8 0 6 3 3 1 9"]
+DECODED_LINES = [SHORT_LINES[0], " ".join("7" * 30), " ".join("5" * 25),
+                 *SHORT_LINES[1:]]
+
+
+def obeys(line, output):
+  """Whether `output` is `line`'s digits sorted, one digit a token."""
+  digits, output = line.split(), output.split()
+  return len(output) == len(digits) and output == sorted(output) and all(
+      d.isdigit() and len(d) == 1 for d in output)
+
+
+@pytest.fixture(scope="module")
+def plugin_decodes(plugin_run, tmp_path_factory):
+  """t2t-decoder on DECODED_LINES, without --t2t_usr_dir (the plugin folder
+  is read from run.json): {"new": greedy on the run, "old": beam_size=3 on
+  a copy whose run.json lacks the longest training example, as written
+  before run.json recorded it}; each a CompletedProcess."""
+  output_dir, _ = plugin_run
+  tmp = tmp_path_factory.mktemp("plugin_decodes")
+  source = tmp / "in.txt"
+  source.write_text("".join(line + "\n" for line in DECODED_LINES))
+  # A copy: the module's other tests read the run's own run.json.
+  old_run = tmp / "old_run"
+  shutil.copytree(output_dir, old_run)
+  saved = json.loads((old_run / "run.json").read_text())
+  del saved["longest_train_example"]
+  (old_run / "run.json").write_text(json.dumps(saved))
+  runs = {"new": (output_dir, "beam_size=1"), "old": (old_run, "beam_size=3")}
+  started = {key: subprocess.Popen(
+      [str(BIN / "t2t-decoder"), f"--output_dir={folder}",
+       f"--decode_from_file={source}", f"--decode_hparams={hparams}"],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=clean_env()) for key, (folder, hparams) in runs.items()}
+  results = {}
+  try:
+    for key, process in started.items():
+      stdout, stderr = process.communicate(timeout=300)
+      results[key] = subprocess.CompletedProcess(
+          process.args, process.returncode, stdout, stderr)
+      assert process.returncode == 0, f"{key}:\n{stderr[-3000:]}"
+  finally:
+    for process in started.values():
+      if process.poll() is None:
+        process.kill()
+  return results
 
 
 @pytest.mark.timeout(420)
 def test_decoder_warns_once_on_inputs_longer_than_training(plugin_run,
-                                                           tmp_path):
+                                                           plugin_decodes):
   output_dir, _ = plugin_run
-  source = tmp_path / "in.txt"
-  source.write_text("3 1 2\n" + " ".join("7" * 30) + "\n" +
-                    " ".join("5" * 25) + "\n")
-  # No --t2t_usr_dir: the plugin folder is read from run.json.
-  run = command("t2t-decoder", f"--output_dir={output_dir}",
-                f"--decode_from_file={source}", "--decode_hparams=beam_size=1")
-  assert run.returncode == 0, run.stderr[-3000:]
+  run = plugin_decodes["new"]
   warnings = [line for line in run.stderr.splitlines()
               if line.startswith("t2t-decoder: warning:")]
   longest = json.loads((output_dir / "run.json").read_text())[
@@ -330,51 +394,34 @@ def test_decoder_warns_once_on_inputs_longer_than_training(plugin_run,
   assert (f"2 input line(s) are longer than any training example (line 2: "
           f"31 tokens; the longest training example had {longest}, EOS "
           "included)") in warnings[0]
-  assert len(run.stdout.splitlines()) == 3
+  assert len(run.stdout.splitlines()) == len(DECODED_LINES)
   assert not noise(run.stderr), run.stderr[:3000]
-
   # A run folder written before run.json recorded the length: no warning.
-  # (A copy: the module's other tests read the run's own run.json.)
-  old_run = tmp_path / "old_run"
-  shutil.copytree(output_dir, old_run)
-  saved = json.loads((old_run / "run.json").read_text())
-  del saved["longest_train_example"]
-  (old_run / "run.json").write_text(json.dumps(saved))
-  run = command("t2t-decoder", f"--output_dir={old_run}",
-                f"--decode_from_file={source}", "--decode_hparams=beam_size=1")
-  assert run.returncode == 0, run.stderr[-3000:]
-  assert "warning" not in run.stderr
-  assert len(run.stdout.splitlines()) == 3
+  old = plugin_decodes["old"]
+  assert "warning" not in old.stderr
+  assert len(old.stdout.splitlines()) == len(DECODED_LINES)
 
 
 @pytest.mark.timeout(420)
-def test_a_plugin_problem_constrains_t2t_decoder(plugin_run, tmp_path):
-  # plugin_sort_digits supplies a constraint: sorted digits, one per input
-  # digit. The model trained 4 steps; its outputs obey only by the
-  # constraint, and constrained=false lets them go.
-  output_dir, _ = plugin_run
-  lines = ["3 1 2", "9 0 9 4 4 7 1", "5 5 2 8 0 6 3 3 1 9"]
-  source = tmp_path / "in.txt"
-  source.write_text("\n".join(lines) + "\n")
-
-  def decode(hparams):
-    run = command("t2t-decoder", f"--output_dir={output_dir}",
-                  f"--decode_from_file={source}",
-                  f"--decode_hparams={hparams}")
-    assert run.returncode == 0, run.stderr[-3000:]
-    return [(line.split(), out.split())
-            for line, out in zip(lines, run.stdout.splitlines())]
-
-  def obeys(digits, output):
-    return len(output) == len(digits) and output == sorted(output) and all(
-        d.isdigit() and len(d) == 1 for d in output)
-
-  for hparams in ("beam_size=1", "beam_size=3"):
-    pairs = decode(hparams)
-    assert len(pairs) == len(lines)
-    assert all(obeys(digits, out) for digits, out in pairs), pairs
-  free = decode("beam_size=1,constrained=false")
-  assert not all(obeys(digits, out) for digits, out in free), free
+def test_a_plugin_problem_constrains_t2t_decoder(plugin_decodes,
+                                                 plugin_loaded):
+  # The model trained 4 steps; its outputs obey only by the constraint,
+  # greedy and beam_size=3 through t2t-decoder, and constrained=false (in
+  # this process, on the same run) lets them go.
+  from t2tlite import problem_decoding
+  from t2tlite.decode import machine
+  for key in ("new", "old"):
+    outputs = dict(zip(DECODED_LINES, plugin_decodes[key].stdout.splitlines()))
+    pairs = [(line, outputs[line]) for line in SHORT_LINES]
+    assert all(obeys(line, out) for line, out in pairs), (key, pairs)
+  decoder = plugin_loaded.decoder(machine.settle(
+      problem_decoding.decode_hparams(plugin_loaded.info.problem,
+                                      "beam_size=1,constrained=false")))
+  assert decoder.constraint is None
+  free, _ = decoder.decode_lines(SHORT_LINES, progress=False)
+  assert len(free) == len(SHORT_LINES)
+  assert not all(obeys(line, out) for line, out in zip(SHORT_LINES, free)), (
+      free)
 
 
 @pytest.mark.timeout(420)
