@@ -2,12 +2,14 @@
 browser (chromium driven by playwright; tests/support/browser.py).
 
 One module-scoped run folder, export, server and browser serve every test
-(the ensemble's test starts a server of its own over the run folder; the
-server is started again for the tests after the SIGTERM test).
+(the ensemble's test serves the app over the run folder from this process;
+the server is started again for the tests after the SIGTERM test).
 """
+import contextlib
 import json
 import os
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -96,30 +98,26 @@ def trained(multi30k_data, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def serving(trained, sentence, tmp_path_factory):
-  """(t2t-decoder's output for `sentence`, a Restartable of (URL, Popen)):
+  """(the Decoder's output for `sentence`, a Restartable of (URL, Popen)):
   transformer_tiny trained for 40 steps (TRAIN_STEPS) on Multi30k EN-DE
   (`_train_run`), its run folder exported with DECODE fixed in the graph,
   and t2t-serve over the export on a free port, started again after a test
-  stopped it (tests/support/restartable.py); t2t-decoder runs on the same
-  run folder meanwhile. The processes are killed at teardown. Skips
-  (conftest.py's multi30k_raw) without ../shared/data's Multi30k."""
+  stopped it (tests/support/restartable.py); the run's Decoder with DECODE
+  decodes in this process while the first server loads. The processes are
+  killed at teardown. Skips (conftest.py's multi30k_raw) without
+  ../shared/data's Multi30k."""
+  from t2tlite import run_dir
+  from t2tlite.decode.decoding import Decoder
+  from t2tlite.decode.machine import settle
+  from t2tlite.decode.settings import DecodeHParams
   from t2tlite.export import exporter
   tmp = tmp_path_factory.mktemp("serve")
-  folder, _ = trained
-  (tmp / "input.txt").write_text(sentence + "\n", encoding="utf-8")
+  folder, vocab = trained
   limit_flags = [f"--{name}={value}" for name, value in LIMITS.items()]
   with train_helpers.processes() as started:
-    # In float32, as the export computes (t2t-decoder's auto may pick
-    # bfloat16, whose rounding changes a trained model's near ties).
-    decoder = train_helpers.start(
-        [train_helpers.console_script("t2t-decoder"), f"--output_dir={folder}",
-         f"--decode_hparams={DECODE}", "--mixed_precision=float32",
-         f"--decode_from_file={tmp / 'input.txt'}",
-         f"--decode_to_file={tmp / 'output.txt'}"], str(tmp / "decoder.log"))
-    started.append(decoder)
     version = exporter.export_saved_model(folder, decode_hparams=DECODE)
 
-    def start_server():
+    def launch():
       port, = train_helpers.free_ports(1)
       log_path = tmp / f"serve{len(started)}.log"
       server = train_helpers.start(
@@ -127,20 +125,28 @@ def serving(trained, sentence, tmp_path_factory):
            f"--model={os.path.dirname(version)}", f"--port={port}",
            *limit_flags], str(log_path))
       started.append(server)
+      return server, log_path
+
+    launched = [launch()]
+
+    def start_server():
+      server, log_path = launched.pop() if launched else launch()
       url = _wait_for_url(server, log_path, time.time() + START_SECS)
       return (url, server), server
 
     servers = Restartable(start_server)
-    servers.get()  # while t2t-decoder runs
-    assert decoder.wait(timeout=START_SECS) == 0, (
-        tmp / "decoder.log").read_text()[-4000:]
-    decoded = (tmp / "output.txt").read_text(encoding="utf-8").rstrip("\n")
+    # In float32, as the export computes (bfloat16's rounding changes a
+    # trained model's near ties).
+    model, _, _ = run_dir.load_trained_model(folder, dtype="float32")
+    (decoded,), _ = Decoder(model, vocab, settle(DecodeHParams.parse(
+        DECODE))).decode_lines([sentence], progress=False)
+    servers.get()
     yield decoded, servers
 
 
 @pytest.fixture
 def served(serving, trained):
-  """(base URL, t2t-decoder's output for `sentence`, the server's Popen,
+  """(base URL, the Decoder's output for `sentence`, the server's Popen,
   the Vocabulary) of a running t2t-serve (`serving`)."""
   decoded, servers = serving
   url, server = servers.get()
@@ -168,11 +174,12 @@ def _translate(url, request):
   return _post(url + "api/translate", json.dumps(request).encode())
 
 
-# The first test builds the module's served model (a run folder, its
-# export, t2t-decoder and t2t-serve, each loading TensorFlow), which every
-# test here shares; the browser checks themselves take seconds.
+# The first test builds the module's served model (a trained run folder,
+# its export, its Decoder in this process and t2t-serve, which loads
+# TensorFlow), which every test here shares; the browser checks themselves
+# take seconds.
 @pytest.mark.timeout(600)
-def test_page_translates_as_t2t_decoder_and_shows_attention(
+def test_page_translates_as_the_decoder_and_shows_attention(
     served, browser, sentence):
   url, decoded, _, vocab = served
   page = browser.new_page()
@@ -230,22 +237,49 @@ def test_page_translates_as_t2t_decoder_and_shows_attention(
     page.close()
 
 
+@contextlib.contextmanager
+def app_served(model, warm_up):
+  """The URL of t2t-serve's app over `model` (as --model names it), served
+  by t2t-serve's HTTP server (waitress) on 127.0.0.1 from a thread of this
+  process, which has TensorFlow loaded already; closed after the block.
+  As t2t-serve warms up before it says its URL, the app answers the
+  requests `warm_up` ({path: JSON body}) first."""
+  from t2tlite.serve import app as app_lib
+  from t2tlite.serve import http_server, validation
+  from t2tlite.serve.model_source import ModelSource
+  limits = validation.Limits()
+  app = app_lib.make_app(ModelSource.open(model), limits)
+  for path, body in warm_up.items():
+    answer = app.test_client().post(path, json=body)
+    assert answer.status_code == 200, answer.get_json()
+  server = http_server.create_server(app, limits, host="127.0.0.1", port=0)
+  closed = threading.Event()
+
+  def run():
+    try:
+      server.run()
+    except OSError:  # its socket closed under its loop, at the end
+      assert closed.is_set()
+
+  threading.Thread(target=run, daemon=True).start()
+  try:
+    yield f"http://127.0.0.1:{server.effective_port}/"
+  finally:
+    closed.set()
+    server.close()
+
+
 def test_page_shows_each_ensemble_members_attention(trained, browser,
-                                                   sentence, tmp_path):
-  """t2t-serve --model=RUN,CHECKPOINT (an ensemble of the run's model with
-  itself): the header names an ensemble of 2, and a selector shows each
-  member's maps of the translated output."""
+                                                   sentence):
+  """t2t-serve's app over --model=RUN,CHECKPOINT (an ensemble of the run's
+  model with itself): the header names an ensemble of 2, and a selector
+  shows each member's maps of the translated output."""
   from t2tlite import run_dir
   folder, _ = trained
   members = f"{folder},{run_dir.latest_checkpoint(folder)}"
-  port, = train_helpers.free_ports(1)
-  with train_helpers.processes() as started:
-    server = train_helpers.start(
-        [train_helpers.console_script("t2t-serve"), f"--model={members}",
-         f"--port={port}"], str(tmp_path / "serve.log"))
-    started.append(server)
-    url = _wait_for_url(server, tmp_path / "serve.log",
-                        time.time() + START_SECS)
+  with app_served(members, {
+      "/api/translate": {"lines": [sentence], "decode_hparams": DECODE},
+      "/api/attention": {"line": sentence, "decode_hparams": DECODE}}) as url:
     page = browser.new_page()
     try:
       page.goto(url)
@@ -400,11 +434,12 @@ def short_run(tmp_path_factory):
 def test_report_is_one_offline_page_with_curves_and_metrics(short_run,
                                                             browser,
                                                             tmp_path):
+  # t2t-report's own work, in this process (the command prints this path:
+  # test_first_run.py runs it).
+  from t2tlite.report import write_report
   folder, final = short_run
-  out = train_helpers.command("t2t-report", f"--output_dir={folder}",
-                              timeout=120)
   path = os.path.join(folder, "report.html")
-  assert out.strip().splitlines()[-1] == path
+  assert write_report(folder) == path
   assert [n for n in os.listdir(folder) if "report" in n] == ["report.html"]
   text = open(path, encoding="utf-8").read()
   assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
