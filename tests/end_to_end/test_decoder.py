@@ -7,13 +7,15 @@ import pytest
 
 from t2tlite import hardware
 from t2tlite import precision
+from t2tlite import run_decoding
+from t2tlite.bin import console
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 
 import host
 from outputs_differ import assert_outputs_differ
-from run_folder import make_run_folder, multi30k_lines, needs_multi30k
+from run_folder import multi30k_lines, needs_multi30k
 from shared_run import run_copy, shared_run_folder, shared_trained_run
 from train_helpers import user_env
 
@@ -33,12 +35,19 @@ def sample_lines():
           lines[4], ""]
 
 
-def test_outputs_follow_input_order_and_empty_lines_survive(trained):
+@pytest.fixture(scope="module")
+def beam_two(trained):
+  """(Decoder of beam_size=2, extra_length=5, batch_size=3 in float32, its
+  (outputs, scores) of sample_lines())."""
   _, model, vocab = trained
-  lines = sample_lines()
   hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
   decoder = Decoder(model, vocab, settle(hp))
-  outputs, scores = decoder.decode_lines(lines, progress=False)
+  return decoder, decoder.decode_lines(sample_lines(), progress=False)
+
+
+def test_outputs_follow_input_order_and_empty_lines_survive(beam_two):
+  decoder, (outputs, scores) = beam_two
+  lines = sample_lines()
   assert len(outputs) == len(lines)
   assert_outputs_differ(outputs)
   for i, line in enumerate(lines):
@@ -49,15 +58,6 @@ def test_outputs_follow_input_order_and_empty_lines_survive(trained):
     alone, alone_score = decoder.decode_batch([line])
     assert outputs[i] == alone[0], i
     assert scores[i] == pytest.approx(alone_score[0], abs=1e-3)
-
-
-def test_return_beams_gives_n_best(trained):
-  _, model, vocab = trained
-  decoder = Decoder(model, vocab, settle(DecodeHParams(
-      beam_size=3, extra_length=4, return_beams=True)))
-  outputs, scores = decoder.decode_lines(["A man.", ""], progress=False)
-  assert len(outputs[0]) == 3 and outputs[1] == ["", "", ""]
-  assert scores[0] == sorted(scores[0], reverse=True)
 
 
 def test_sampled_lines_do_not_depend_on_their_batch(trained):
@@ -83,8 +83,8 @@ def run_decoder(*args, stdin=None):
 
 
 @pytest.mark.timeout(180)
-def test_t2t_decoder_file_to_file(trained, tmp_path):
-  folder, model, vocab = trained
+def test_t2t_decoder_file_to_file(trained, beam_two, tmp_path):
+  folder, _, _ = trained
   lines = sample_lines()
   source = tmp_path / "in.en"
   source.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -107,46 +107,17 @@ def test_t2t_decoder_file_to_file(trained, tmp_path):
   written = target.read_text(encoding="utf-8").split("\n")
   assert written[-1] == "" and len(written) == len(lines) + 1
   # In process: the same searches, with TensorFlow's default threads.
-  hp = DecodeHParams(beam_size=2, extra_length=5, batch_size=3)
-  expected, _ = Decoder(model, vocab, settle(hp)).decode_lines(
-      lines, progress=False)
+  _, (expected, _) = beam_two
   assert_outputs_differ(expected)
   assert written[:-1] == expected
   assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 
 
 @pytest.mark.timeout(180)
-def test_t2t_decoder_return_beams_writes_every_beam(trained, tmp_path):
-  folder, model, vocab = trained
-  lines = ["A dog runs.", "", "Two men sit on a bench."]
-  source = tmp_path / "in.en"
-  source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-  target = tmp_path / "out.de"
-  run = run_decoder(
-      f"--output_dir={folder}", f"--decode_from_file={source}",
-      f"--decode_to_file={target}",
-      "--decode_hparams=beam_size=3,extra_length=4,return_beams=true",
-      "--mixed_precision=float32")
-  assert run.returncode == 0, run.stderr
-  written = target.read_text(encoding="utf-8").splitlines()
-  hp = DecodeHParams(beam_size=3, extra_length=4, return_beams=True)
-  outputs, scores = Decoder(model, vocab, settle(hp)).decode_lines(
-      lines, progress=False)
-  assert written[1] == ""  # empty input, empty line
-  assert_outputs_differ(outputs, "beams")
-  for line, texts, beam_scores in zip(written[::2], outputs[::2],
-                                      scores[::2]):
-    fields = line.split("\t")
-    assert fields[0::2] == texts
-    assert [float(f) for f in fields[1::2]] == pytest.approx(
-        list(beam_scores), abs=1e-4)
-
-
-@pytest.mark.timeout(180)
-def test_t2t_decoder_postprocess_gives_trees_of_the_input_words(tmp_path):
+def test_t2t_decoder_postprocess_gives_trees_of_the_input_words(
+    tmp_path_factory, tmp_path):
   from t2tlite.data import trees
-  folder = str(tmp_path / "parser")
-  make_run_folder(folder, problem="parsing_wsj")
+  folder = shared_run_folder(tmp_path_factory, problem="parsing_wsj")
   lines = ["The cat sat .", "", "Stocks rose sharply in heavy trading ."]
   source = tmp_path / "in.txt"
   source.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -189,16 +160,16 @@ def test_t2t_decoder_interactive(trained):
   assert printed == expected + [""]
 
 
-@pytest.mark.timeout(180)
-def test_t2t_decoder_errors_are_clear(tmp_path_factory, tmp_path):
+def test_a_run_without_checkpoint_is_a_clear_error(tmp_path_factory):
+  """t2t-decoder's error (the road it takes: run_decoding.load_run), with
+  the argument named as the flag (console.name_flags); that a command
+  prints such an error as one line, exit code 1, is
+  test_t2t_decoder_target_prefix_file's."""
   folder = shared_run_folder(tmp_path_factory, checkpoint=False)
-  source = tmp_path / "in.txt"
-  source.write_text("hello\n", encoding="utf-8")
-  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
-                    "--decode_hparams=beam_size=2")
-  assert run.returncode == 1
-  assert f"No checkpoint in --output_dir={folder}" in run.stderr
-  assert "Traceback" not in run.stderr
+  with pytest.raises(FileNotFoundError) as error:
+    run_decoding.load_run(folder)
+  assert console.name_flags(str(error.value), ["output_dir"]).startswith(
+      f"No checkpoint in --output_dir={folder}: ")
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +180,11 @@ def second_run(tmp_path_factory):
 
 
 @pytest.mark.timeout(180)
-def test_t2t_decoder_decodes_with_an_ensemble(trained, second_run, tmp_path):
+def test_t2t_decoder_decodes_with_an_ensemble_writing_every_beam(
+    trained, second_run, tmp_path):
+  """--checkpoint_path=A,B: the ensemble's search, as in this process; with
+  return_beams=true the n best, best first, each line holding every beam
+  and its score."""
   from t2tlite.decode.ensemble import Ensemble
   from t2tlite.run_dir import load_models
   folder, _, vocab = trained
@@ -220,35 +195,41 @@ def test_t2t_decoder_decodes_with_an_ensemble(trained, second_run, tmp_path):
   run = run_decoder(
       f"--output_dir={folder}", f"--checkpoint_path={folder},{second_run}",
       f"--decode_from_file={source}", f"--decode_to_file={target}",
-      "--decode_hparams=beam_size=2,extra_length=4",
+      "--decode_hparams=beam_size=3,extra_length=4,return_beams=true",
       "--mixed_precision=float32")
   assert run.returncode == 0, run.stderr
+  written = target.read_text(encoding="utf-8").splitlines()
   models, _, _ = load_models(folder, [folder, second_run])
-  hp = DecodeHParams(beam_size=2, extra_length=4)
-  expected, _ = Decoder(Ensemble(models), vocab, settle(hp)).decode_lines(
+  hp = DecodeHParams(beam_size=3, extra_length=4, return_beams=True)
+  outputs, scores = Decoder(Ensemble(models), vocab, settle(hp)).decode_lines(
       lines, progress=False)
-  assert_outputs_differ(expected)
-  assert target.read_text(encoding="utf-8").splitlines() == expected
+  assert len(written) == 3 and written[1] == ""  # empty input, empty line
+  assert outputs[1] == ["", "", ""]
+  assert_outputs_differ(outputs, "beams")
+  for line, texts, beam_scores in zip(written[::2], outputs[::2],
+                                      scores[::2]):
+    assert list(beam_scores) == sorted(beam_scores, reverse=True)
+    fields = line.split("\t")
+    assert len(texts) == 3 and fields[0::2] == texts
+    assert [float(f) for f in fields[1::2]] == pytest.approx(
+        list(beam_scores), abs=1e-4)
 
 
 @pytest.mark.timeout(180)
 def test_ensemble_members_must_share_problem_and_vocabulary(
-    trained, tmp_path_factory, tmp_path):
+    trained, tmp_path_factory):
+  """The error t2t-decoder prints for --checkpoint_path=A,B (console.name_
+  flags names the flag), found before any model loads."""
   from t2tlite.data.vocab import train_sentencepiece
   from t2tlite.run_dir import load_models
   folder, _, _ = trained
   other = shared_run_folder(tmp_path_factory, problem="translate_enfr_wmt")
-  source = tmp_path / "in.en"
-  source.write_text("A dog.\n", encoding="utf-8")
-  run = run_decoder(f"--output_dir={folder}",
-                    f"--checkpoint_path={folder},{other}",
-                    f"--decode_from_file={source}")
-  assert run.returncode == 1
-  assert run.stderr.strip().splitlines()[-1] == (
-      f"t2t-decoder: error: --checkpoint_path: {other}/ckpt-1 was trained "
-      "on problem translate_enfr_wmt but "
-      f"{folder}/ckpt-1 on translate_ende_wmt; an ensemble needs one "
-      "problem and vocabulary")
+  with pytest.raises(ValueError) as error:
+    run_decoding.load_run(folder, f"{folder},{other}")
+  assert console.name_flags(str(error.value), ["checkpoint_path"]) == (
+      f"--checkpoint_path: {other}/ckpt-1 was trained on problem "
+      f"translate_enfr_wmt but {folder}/ckpt-1 on translate_ende_wmt; an "
+      "ensemble needs one problem and vocabulary")
   # Same problem, another vocabulary.
   resized = run_copy(tmp_path_factory, "resized")
   train_sentencepiece(lambda: iter(multi30k_lines("en", 200)),
@@ -284,10 +265,13 @@ def test_t2t_decoder_target_prefix_file(trained, tmp_path):
   outputs = run.stdout.splitlines()
   assert outputs[0].startswith("Ein Hund") and outputs[1] == ""
   assert outputs[3].startswith("Zwei")
-  # One prefix a line, or a one-line error naming the flag.
+  # One prefix a line, or a one-line error naming the flag: exit code 1,
+  # no traceback.
   prefix_file.write_text("Ein Hund\n", encoding="utf-8")
   run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
                     f"--target_prefix_file={prefix_file}")
-  assert run.returncode != 0
-  assert (f"--target_prefix_file={prefix_file}: 1 lines, expected one per "
-          "--decode_from_file line (4)") in run.stderr
+  assert run.returncode == 1, run.stderr[-3000:]
+  assert "Traceback" not in run.stderr
+  assert run.stderr.strip().splitlines()[-1] == (
+      f"t2t-decoder: error: --target_prefix_file={prefix_file}: 1 lines, "
+      "expected one per --decode_from_file line (4)")
