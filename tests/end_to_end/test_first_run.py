@@ -6,7 +6,7 @@ by playwright; tests/support/browser.py), screenshot kept for a reviewer.
 The quick start's own budget is 2 minutes (tests/end_to_end/
 test_quickstart.py spends them, marked slow); here the same command trains
 for a short budget, with a schedule shortened to fit it and fewer dev lines
-decoded, to keep the suite fast.
+evaluated and decoded, to keep the suite fast.
 """
 import json
 import re
@@ -25,7 +25,7 @@ QUICK_START = ["--problem=algorithmic_reverse",
                "--local_eval_frequency=0"]
 SHORTER = ["--train_minutes=0.5",
            "--hparams=warmup_steps=10,learning_rate_cooldown_steps=20",
-           "--eval_decode_samples=100"]
+           "--eval_steps=2", "--eval_decode_samples=30"]
 MAX_LINES = 30  # the whole quick start's stderr, trainer and decoder
 # absl's prefix: "I1127 12:35:15.533802 139629780781952 precision.py:250]".
 THREAD_ID = re.compile(r"(?<![\d.])\d{9,}(?![\d.])")
@@ -96,20 +96,6 @@ def test_quick_start_log_is_short_and_readable(quick_start):
   assert "DecodeHParams(" not in text
   # The short schedule need not reverse it yet (the 2-minute one does).
   assert re.fullmatch(r"[\d ]+\n", decoder.stdout), decoder.stdout
-
-
-@pytest.mark.timeout(800)
-def test_verbosity_brings_back_absl_prefix(quick_start):
-  output_dir, _, _ = quick_start
-  decoder = subprocess.run(
-      [train_helpers.console_script("t2t-decoder"),
-       f"--output_dir={output_dir}", "--decode_interactive",
-       "--verbosity=1"],
-      input="1 2 3\n", capture_output=True, text=True, env=clean_env(),
-      timeout=300)
-  assert decoder.returncode == 0, decoder.stderr[-5000:]
-  assert re.search(r"^I\d{4} [\d:.]+ +\d+ t2t_decoder\.py:\d+\] Decoding "
-                   r"with ", decoder.stderr, re.M), decoder.stderr[-3000:]
 
 
 @pytest.fixture(scope="module")
