@@ -32,15 +32,32 @@ def _layout(int8):
   return machine.settle(DecodeHParams(int8=int8)).weights_first
 
 
+@pytest.fixture(scope="module")
+def tiny_searcher(tiny_model):
+  """tiny_searcher(int8, searches, fixed=False): `searcher` of tiny_model,
+  with weights made once (fixed, as a Decoder makes them: in the layout
+  settled for the machine) or at every call; one per arguments in this
+  module, so that the tests that run a search and those that read its
+  graph share its trace."""
+  made = {}
+
+  def get(int8, searches, fixed=False):
+    if (int8, searches, fixed) not in made:
+      weights = (fixed_search_weights(tiny_model, int8, _layout(int8))
+                 if fixed else None)
+      made[int8, searches, fixed] = searcher(tiny_model, int8, searches,
+                                             weights)
+    return made[int8, searches, fixed]
+  return get
+
+
 @pytest.mark.parametrize("int8,searches", [
     (False, 1), pytest.param(True, 2, marks=needs_int8)])
 def test_fixed_weights_give_the_outputs_of_weights_made_per_call(
-    tiny_model, int8, searches):
-  expected = searcher(tiny_model, int8, searches)(INPUTS)
+    tiny_searcher, int8, searches):
+  expected = tiny_searcher(int8, searches)(INPUTS)
   assert_outputs_differ(expected["outputs"].numpy().tolist())
-  # Made as a Decoder makes them: in the layout settled for the machine.
-  fixed = searcher(tiny_model, int8, searches,
-                   fixed_search_weights(tiny_model, int8, _layout(int8)))
+  fixed = tiny_searcher(int8, searches, fixed=True)
   for _ in range(2):  # and again: the weights are read, not used up
     result = fixed(INPUTS)
     np.testing.assert_array_equal(result["outputs"], expected["outputs"])
@@ -89,20 +106,19 @@ def graph_ops(graph):
   return ops
 
 
-def test_the_traced_search_does_not_make_the_weights(tiny_model):
-  def graph(int8, weights):
-    # Two searches: the block search is a function of the graph's library.
-    fn = searcher(tiny_model, int8, 2, weights)
+def test_the_traced_search_does_not_make_the_weights(tiny_searcher):
+  def graph(int8, searches, fixed):
+    fn = tiny_searcher(int8, searches, fixed)
     return fn.get_concrete_function(INPUTS).graph
 
-  # float32: the decoding layouts are transposes of 2-D weights.
-  assert weight_transposes(graph(False, None))
-  assert not weight_transposes(
-      graph(False, fixed_search_weights(tiny_model)))
-  # int8: the kernels are rounded to int8 (activations are truncated).
-  assert "Round" in graph_ops(graph(True, None))
-  assert "Round" not in graph_ops(
-      graph(True, fixed_search_weights(tiny_model, int8=True)))
+  # float32 (one search): the decoding layouts are transposes of 2-D
+  # weights, made in the graph itself.
+  assert weight_transposes(graph(False, 1, fixed=False))
+  assert not weight_transposes(graph(False, 1, fixed=True))
+  # int8 (two searches, each a function of the graph's library): the
+  # kernels are rounded to int8 (activations are truncated).
+  assert "Round" in graph_ops(graph(True, 2, fixed=False))
+  assert "Round" not in graph_ops(graph(True, 2, fixed=True))
 
 
 @needs_int8
