@@ -34,7 +34,7 @@ import re
 from absl import logging
 
 from t2tlite import registry
-from t2tlite.data import datagen, pipeline, records
+from t2tlite.data import autotune, datagen, pipeline, records
 from t2tlite.data.samples import DataError, Skipped  # noqa: F401  (re-exported)
 from t2tlite.data.vocab import Vocabulary
 
@@ -244,7 +244,9 @@ class Problem:
 
   def distributed_dataset(self, strategy, data_dir, split, hp, training,
                           seed=None):
-    """`dataset` per input pipeline via distribute_datasets_from_function."""
+    """`dataset` per input pipeline via distribute_datasets_from_function
+    (its per-device datasets not autotuned: `autotune.off_per_device`)."""
+    autotune.off_per_device()
     return strategy.distribute_datasets_from_function(
         lambda context: self.dataset(data_dir, split, hp, training,
                                      input_context=context, seed=seed))

@@ -9,7 +9,7 @@ retracing, static-ish shapes for XLA).
 import numpy as np
 import tensorflow as tf
 
-from t2tlite.data import records
+from t2tlite.data import autotune, records
 
 _MIN_BUCKET = 8
 _BUCKET_STEP = 1.1
@@ -125,7 +125,8 @@ def batch_examples(dataset, batch_size, max_length):
       bucket_batch_sizes=[batch_size // length for length in lengths] + [1],
       padded_shapes={"inputs": [None], "targets": [None]},
       pad_to_bucket_boundary=True)  # default padding value: 0 = PAD
-  return dataset.prefetch(tf.data.AUTOTUNE)
+  # Not autotuned: destroying an autotuned iterator stalls (autotune.py).
+  return dataset.prefetch(tf.data.AUTOTUNE).with_options(autotune.off())
 
 
 def mixing_choices(rates, seed=None):

@@ -61,6 +61,14 @@ def test_evaluation_is_deterministic(multi30k_data):
   assert first == second
 
 
+def test_pipelines_are_not_autotuned(multi30k_data):
+  """Destroying an autotuned iterator stalls (t2tlite/data/autotune.py)."""
+  problem, data_dir, _ = multi30k_data
+  for training in (True, False):
+    dataset = problem.dataset(str(data_dir), "train", HP, training=training)
+    assert dataset.options().autotune.enabled is False
+
+
 def test_training_shuffles_the_same_examples(multi30k_data):
   problem, data_dir, _ = multi30k_data
   ordered = _rows(problem.dataset(str(data_dir), "train", HP, training=False))
@@ -129,8 +137,12 @@ DISTRIBUTED = textwrap.dedent("""
     for step, batch in zip(range(5), dataset):
       shapes.append([list(t.shape) for t in
                      strategy.experimental_local_results(batch["inputs"])])
+    from tensorflow.python.data.ops import multi_device_iterator_ops
     print(json.dumps({"replicas": strategy.num_replicas_in_sync,
-                      "shapes": shapes}))
+                      "shapes": shapes,
+                      "device_datasets_autotuned": not getattr(
+                          multi_device_iterator_ops._create_device_dataset,
+                          "autotune_off", False)}))
 """)
 
 
@@ -143,6 +155,8 @@ def test_per_replica_batches_with_mirrored_strategy(tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   report = json.loads(result.stdout.strip().splitlines()[-1])
   assert report["replicas"] == 2
+  # Destroying an autotuned iterator stalls (t2tlite/data/autotune.py).
+  assert report["device_datasets_autotuned"] is False
   for step in report["shapes"]:
     assert len(step) == 2  # one batch per replica
     for size, length in step:
