@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from t2tlite import hardware, precision, run_dir
+from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
@@ -18,11 +20,10 @@ from t2tlite.export import exporter, serving_module
 import host
 from outputs_differ import assert_outputs_differ
 from run_folder import MULTI30K_RAW, TINY, multi30k_lines
-from shared_run import shared_trained_run
+from shared_export import DECODE, exported_run_folder, shared_export
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "support")
-DECODE = "beam_size=2,alpha=0.6,extra_length=5"
 # The ops a SavedModel may hold besides TensorFlow core ops.
 TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp",
                "SentencepieceDetokenizeOp"}
@@ -30,13 +31,30 @@ TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp",
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-  """(run folder, model, vocab, version folder of its first export): a copy
-  of the session's shared run, since exports are written into it."""
+  """(run folder, model, vocab, version folder of its first export): the
+  session's shared run exported with DECODE (tests/support/shared_export.py;
+  read only: tests that write into a run folder take `writable`)."""
   if not os.path.isdir(MULTI30K_RAW):
     pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
-  folder, model, vocab = shared_trained_run(tmp_path_factory, writable=True)
-  path = exporter.export_saved_model(folder, decode_hparams=DECODE)
-  return folder, model, vocab, path
+  folder = exported_run_folder(tmp_path_factory)
+  model, info, _ = run_dir.load_trained_model(folder)
+  return (folder, model, Vocabulary.from_file(info.vocab_file),
+          os.path.join(folder, "export", "1"))
+
+
+@pytest.fixture(scope="module")
+def writable(exported, tmp_path_factory):
+  """A copy of `exported`'s run folder and export, to write into."""
+  folder = str(tmp_path_factory.mktemp("writable") / "run")
+  shutil.copytree(exported[0], folder)
+  return folder
+
+
+@pytest.fixture(scope="module")
+def decoder(exported):
+  """The in-process Decoder of `exported`'s model with DECODE."""
+  _, model, vocab, _ = exported
+  return Decoder(model, vocab, settle(DecodeHParams.parse(DECODE)))
 
 
 def run_together(*commands, timeout=200):
@@ -79,7 +97,7 @@ def test_clean_ids_stops_at_eos_and_maps_unknown_ids_to_unk():
 def test_layout_metadata_and_ops(exported):
   folder, _, vocab, path = exported
   assert path == os.path.join(folder, "export", "1")
-  # The first version is 1 (a later test of this module adds the next).
+  # The first version is 1 (tests that add the next write into copies).
   assert exporter.versions(os.path.dirname(path))[0] == 1
   assert not [n for n in os.listdir(os.path.dirname(path))
               if n.startswith("temp-")]
@@ -124,54 +142,107 @@ def test_check_serving_ops_rejects_py_function(tmp_path):
     exporter.check_serving_ops(str(tmp_path))
 
 
-def decoded_by_fresh_client(path, model, vocab, tmp_path, decode=DECODE,
-                            prefixes=None):
-  """(fresh_export_client.py's result on sample_lines() given to the export
-  `path` as text and as ids, and the in-process Decoder's (outputs, scores)
-  of `model` with decode hparams `decode` on them, computed while the client
-  loads; with `prefixes`, one per line, also the Decoder's outputs with
-  them, third)."""
+PREFIXES = ["Ein Hund", "", "Zwei", "", "", "Ein Mann mit"]
+INT8 = DECODE + ",int8=true"
+
+
+def write_request(vocab, path, prefixes=None):
+  """Writes fresh_export_client.py's request for sample_lines() (as text
+  and as ids; with `prefixes`, one per line, also those) to `path`."""
   lines = sample_lines()
   encoded = [vocab.encode_text(line) for line in lines]
   width = max(len(ids) for ids in encoded)
-  ids = [row + [0] * (width - len(row)) for row in encoded]
-  request, result_path = tmp_path / "request.json", tmp_path / "result.json"
-  asked = {"lines": lines, "ids": ids}
+  asked = {"lines": lines,
+           "ids": [row + [0] * (width - len(row)) for row in encoded]}
   if prefixes is not None:
     asked["prefixes"] = prefixes
-  request.write_text(json.dumps(asked))
+  path.write_text(json.dumps(asked))
+  return str(path)
+
+
+@pytest.fixture(scope="module")
+def fresh(exported, decoder, tmp_path_factory):
+  """One fresh process (tests/support/fresh_export_clients.py) that loads
+  `exported`'s export (with PREFIXES), the shared run's bfloat16 export
+  and its int8 one (INT8), runs fresh_export_client.py's requests on each,
+  then `saved_model_cli show` and `run` on the first; the in-process
+  Decoders' results of the same models and decode hparams, computed while
+  it runs. {"float32" | "bfloat16" | "int8": (version folder, the client's
+  result, (the Decoder's outputs, scores)), "prefixed": the Decoder's
+  outputs with PREFIXES, "saved_model_cli": [show, run] as {"exit",
+  "stdout"}, "cli_expected": the Decoder's outputs of the lines run}."""
+  folder, model, vocab, path = exported
+  tmp = tmp_path_factory.mktemp("fresh")
+  paths = {"float32": path,
+           "bfloat16": shared_export(tmp_path_factory, precision="bfloat16"),
+           "int8": shared_export(tmp_path_factory, INT8)}
+  plain = write_request(vocab, tmp / "request.json")
+  clients = [[paths[name], write_request(vocab, tmp / "prefixed.json",
+                                         PREFIXES) if name == "float32"
+              else plain, str(tmp / f"{name}.json")] for name in paths]
+  lines = sample_lines()
+  cli_lines = lines[:3]
+  jobs = tmp / "jobs.json"
+  jobs.write_text(json.dumps({"clients": clients, "saved_model_cli": [
+      ["show", "--all", "--dir", path],
+      ["run", "--dir", path, "--tag_set", "serve", "--signature_def",
+       "serving_default", "--input_exprs", f"inputs={cli_lines!r}"]]}))
   client = subprocess.Popen(
-      [sys.executable, os.path.join(SUPPORT, "fresh_export_client.py"), path,
-       str(request), str(result_path)], stdout=subprocess.PIPE,
+      [sys.executable, os.path.join(SUPPORT, "fresh_export_clients.py"),
+       str(jobs), str(tmp / "result.json")], stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, text=True)
   try:
-    decoder = Decoder(model, vocab, settle(DecodeHParams.parse(decode)))
-    expected = decoder.decode_lines(lines, progress=False)
-    if prefixes is not None:
-      expected = (*expected, decoder.decode_lines(lines, progress=False,
-                                                  prefixes=prefixes)[0])
-    run = _completed(client, timeout=200)
+    bfloat16, _, _ = run_dir.load_trained_model(folder,
+                                                dtype="mixed_bfloat16")
+    expected = {
+        "float32": decoder.decode_lines(lines, progress=False),
+        "bfloat16": Decoder(bfloat16, vocab, settle(DecodeHParams.parse(
+            DECODE))).decode_lines(lines, progress=False),
+        "int8": Decoder(model, vocab, settle(DecodeHParams.parse(
+            INT8))).decode_lines(lines, progress=False)}
+    prefixed, _ = decoder.decode_lines(lines, progress=False,
+                                       prefixes=PREFIXES)
+    cli_expected, _ = decoder.decode_lines(cli_lines, progress=False)
+    run = _completed(client, timeout=800)
   finally:
     if client.poll() is None:
       client.kill()
       client.wait()
   assert run.returncode == 0, run.stderr[-3000:]
-  result = json.loads(result_path.read_text())
-  assert result["t2tlite_imported"] is False
-  return result, expected
+  fresh = {name: (paths[name], read_json(result), expected[name])
+           for name, (_, _, result) in zip(paths, clients)}
+  for _, result, _ in fresh.values():
+    assert result["t2tlite_imported"] is False
+  return dict(fresh, prefixed=prefixed, cli_expected=cli_expected,
+              saved_model_cli=read_json(tmp / "result.json")[
+                  "saved_model_cli"])
 
 
-@pytest.mark.timeout(240)
+def read_json(path):
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def assert_batch_answers_as_each_line_alone(result, expected):
+  """What server-side batching relies on: the batch of N lines answers as
+  N calls of one line; the texts exactly, the scores to float32 rounding
+  (matmuls of another batch size round differently)."""
+  alone = result["alone"]
+  assert [a["outputs"] for a in alone] == [[o] for o in expected]
+  assert [a["scores"][0] for a in alone] == pytest.approx(
+      result["text"]["scores"], rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.timeout(900)  # the first builds `fresh`
 def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
-                                                               tmp_path):
-  _, model, vocab, path = exported
-  prefixes = ["Ein Hund", "", "Zwei", "", "", "Ein Mann mit"]
-  result, (expected, expected_scores, prefixed) = decoded_by_fresh_client(
-      path, model, vocab, tmp_path, prefixes=prefixes)
+                                                               fresh):
+  _, _, vocab, _ = exported
+  _, result, (expected, expected_scores) = fresh["float32"]
+  prefixed = fresh["prefixed"]
   # Target prefixes (translate_with_prefix): each non-blank line's output
   # starts with its prefix, as the Decoder's; blank lines stay empty.
   assert result["prefixed"]["outputs"] == prefixed
-  for line, prefix, output in zip(sample_lines(), prefixes, prefixed):
+  for line, prefix, output in zip(sample_lines(), PREFIXES, prefixed):
     assert output.startswith(prefix) if line.strip() else output == ""
   assert "target prefix longer than its output may hold" in (
       result["too_long_prefix"])
@@ -180,13 +251,7 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
   assert_outputs_differ(prefixed, "prefixed outputs")
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
-  # What server-side batching relies on: the batch of N lines answers as N
-  # calls of one line; the texts exactly, the scores to float32 rounding
-  # (matmuls of another batch size round differently).
-  alone = result["alone"]
-  assert [a["outputs"] for a in alone] == [[o] for o in expected]
-  assert [a["scores"][0] for a in alone] == pytest.approx(
-      result["text"]["scores"], rel=1e-5, abs=1e-6)
+  assert_batch_answers_as_each_line_alone(result, expected)
   # The id signature gives the same sentences, as ids.
   assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == expected
   assert result["ids"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
@@ -204,19 +269,13 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
   assert result["empty_ids_batch"]["scores"] == []
 
 
-@pytest.mark.timeout(240)
-def test_bfloat16_variant_exports_and_runs(exported, tmp_path):
-  folder, _, vocab, _ = exported
-  path = exporter.export_saved_model(
-      folder, export_dir=str(tmp_path / "export"), decode_hparams=DECODE,
-      precision="bfloat16")
+@pytest.mark.timeout(900)  # the first builds `fresh`
+def test_bfloat16_variant_exports_and_runs(fresh):
+  path, result, (expected, expected_scores) = fresh["bfloat16"]
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:
     assert json.load(f)["precision"] == "bfloat16"
   assert "bfloat16" in exporter.matmul_dtypes(path)
   exporter.check_serving_ops(path)
-  model, _, _ = run_dir.load_trained_model(folder, dtype="mixed_bfloat16")
-  result, (expected, expected_scores) = decoded_by_fresh_client(
-      path, model, vocab, tmp_path)
   # The same bfloat16 computation as the in-process decoder of that policy.
   assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
@@ -224,12 +283,9 @@ def test_bfloat16_variant_exports_and_runs(exported, tmp_path):
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
 
 
-@pytest.mark.timeout(240)
-def test_int8_variant_exports_and_runs(exported, tmp_path):
-  folder, model, vocab, _ = exported
-  decode = DECODE + ",int8=true"
-  path = exporter.export_saved_model(
-      folder, export_dir=str(tmp_path / "export"), decode_hparams=decode)
+@pytest.mark.timeout(900)  # the first builds `fresh`
+def test_int8_variant_exports_and_runs(fresh):
+  path, result, (expected, expected_scores) = fresh["int8"]
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:
     assert json.load(f)["decode_hparams"]["int8"] is True
   ops = exporter.check_serving_ops(path)
@@ -237,19 +293,11 @@ def test_int8_variant_exports_and_runs(exported, tmp_path):
   # Kernels are quantized (rounded) at export, activations (truncated) at
   # each product: no request quantizes the kernels again.
   assert "Round" not in ops
-  result, (expected, expected_scores) = decoded_by_fresh_client(
-      path, model, vocab, tmp_path, decode)
   # The same int8 search as the in-process decoder with int8=true.
   assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
-  # What server-side batching relies on: the batch of N lines answers as N
-  # calls of one line; the texts exactly, the scores to float32 rounding
-  # (matmuls of another batch size round differently).
-  alone = result["alone"]
-  assert [a["outputs"] for a in alone] == [[o] for o in expected]
-  assert [a["scores"][0] for a in alone] == pytest.approx(
-      result["text"]["scores"], rel=1e-5, abs=1e-6)
+  assert_batch_answers_as_each_line_alone(result, expected)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
 
 
@@ -258,41 +306,25 @@ def test_export_precision_is_checked_before_loading(tmp_path):
     exporter.export_saved_model(str(tmp_path / "nothing"), precision="float16")
 
 
-SAVED_MODEL_CLI_WITH_TF_TEXT = (
-    # saved_model_cli has no flag to load op libraries: plain
-    # `saved_model_cli run` fails with "Op type not registered
-    # 'SentencepieceOp'", so its main runs after tensorflow_text is imported.
-    "import sys, tensorflow_text; "
-    "from tensorflow.python.tools import saved_model_cli; "
-    "sys.argv[0] = 'saved_model_cli'; saved_model_cli.main()")
-
-
-@pytest.mark.timeout(300)
-def test_saved_model_cli_lists_and_runs_signatures(exported):
-  _, model, vocab, path = exported
-  lines = sample_lines()[:3]
-  show, run = run_together(
-      ["saved_model_cli", "show", "--all", "--dir", path],
-      [sys.executable, "-c", SAVED_MODEL_CLI_WITH_TF_TEXT, "run", "--dir",
-       path, "--tag_set", "serve", "--signature_def", "serving_default",
-       "--input_exprs", f"inputs={lines!r}"])
-  assert show.returncode == 0, show.stderr[-3000:]
+@pytest.mark.timeout(900)  # the first builds `fresh`
+def test_saved_model_cli_lists_and_runs_signatures(fresh):
+  show, run = fresh["saved_model_cli"]
+  assert show["exit"] == 0, show
   for name in ("serving_default", "translate_ids"):
-    assert f"signature_def['{name}']" in show.stdout
-  assert "dtype: DT_STRING" in show.stdout
+    assert f"signature_def['{name}']" in show["stdout"]
+  assert "dtype: DT_STRING" in show["stdout"]
 
-  assert run.returncode == 0, run.stderr[-3000:]
-  decoder = Decoder(model, vocab, settle(DecodeHParams.parse(DECODE)))
-  expected, _ = decoder.decode_lines(lines, progress=False)
+  assert run["exit"] == 0, run
+  expected = fresh["cli_expected"]
   assert_outputs_differ(expected)
-  printed = run.stdout.split("Result for output key outputs:")[1]
+  printed = run["stdout"].split("Result for output key outputs:")[1]
   printed = printed.split("Result for output key scores:")[0]
   assert printed.strip() == str(np.array([e.encode() for e in expected],
                                           dtype=object))
 
 
-def test_failed_export_leaves_no_version_folder(exported, monkeypatch):
-  folder, _, _, _ = exported
+def test_failed_export_leaves_no_version_folder(writable, monkeypatch):
+  folder = writable
   export_dir = os.path.join(folder, "export")
   before = sorted(os.listdir(export_dir))
 
@@ -313,8 +345,8 @@ def exporter_command(*args):
 
 
 @pytest.mark.timeout(240)
-def test_t2t_exporter_command_adds_the_next_version(exported):
-  folder, _, _, _ = exported
+def test_t2t_exporter_command_adds_the_next_version(writable):
+  folder = writable
   export_dir = os.path.join(folder, "export")
   before = exporter.versions(export_dir)
   run, bad = run_together(
