@@ -20,14 +20,16 @@ from decode_helpers import decode_ids
 from t2tlite.export import ctranslate2 as ct2_export
 
 from run_folder import TINY, make_run_folder, multi30k_lines, needs_multi30k
+from shared_run import run_copy
 from train_helpers import user_env
 
 ctranslate2 = pytest.importorskip(
     "ctranslate2", reason="the ctranslate2 extra is not installed")
 pytestmark = needs_multi30k
 EXTRA_LENGTH = 5
+# make_run_folder's arguments; None: the session's shared run (TINY).
 VARIANTS = {
-    "post_shared_sinusoid": dict(hp=TINY),
+    "post_shared_sinusoid": None,
     "pre_separate_learned": dict(
         hp=TINY.replace(norm_position="pre", position_encoding="learned"),
         separate_target_vocab=True),
@@ -37,15 +39,22 @@ VARIANTS = {
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def exported(request, tmp_path_factory):
   """(model, source Vocabulary, CTranslate2 model folder, target
-  Vocabulary) of a tiny run."""
-  folder = str(tmp_path_factory.mktemp(request.param))
-  make_run_folder(folder, **VARIANTS[request.param])
-  export_dir = subprocess.run(
-      [sys.executable, "-m", "t2tlite.bin.t2t_exporter",
-       f"--output_dir={folder}", "--export_format=ctranslate2"],
-      capture_output=True, text=True, env=user_env(), timeout=180)
-  assert export_dir.returncode == 0, export_dir.stderr[-3000:]
-  path = export_dir.stdout.strip().splitlines()[-1]
+  Vocabulary) of a tiny run: a copy of the session's shared run exported by
+  the t2t-exporter command, or a run of its own exported by the function
+  the command calls (no second process to start)."""
+  variant = VARIANTS[request.param]
+  if variant is None:
+    folder = run_copy(tmp_path_factory, request.param)
+    export_dir = subprocess.run(
+        [sys.executable, "-m", "t2tlite.bin.t2t_exporter",
+         f"--output_dir={folder}", "--export_format=ctranslate2"],
+        capture_output=True, text=True, env=user_env(), timeout=180)
+    assert export_dir.returncode == 0, export_dir.stderr[-3000:]
+    path = export_dir.stdout.strip().splitlines()[-1]
+  else:
+    folder = str(tmp_path_factory.mktemp(request.param))
+    make_run_folder(folder, **variant)
+    path = ct2_export.export_ctranslate2(folder)
   assert path == os.path.join(folder, ct2_export.EXPORT_SUBDIR)
   model, info, _ = run_dir.load_trained_model(folder)
   return (model, Vocabulary.from_file(info.vocab_file), path,
@@ -71,12 +80,22 @@ def _ctranslate2_of(path):
                                                 compute_type="float32")
 
 
+# id(model) -> (model, {hparams: search}); the model is held, so that its
+# id names no other model while the module runs.
+_SEARCHES = {}
+
+
 def _greedy_search(model, **hparams):
-  """t2tlite's greedy search as a tf.function of input ids [1, length]."""
-  return tf.function(
-      lambda ids: decode_ids(model, ids, beam_size=1,
-                             extra_length=EXTRA_LENGTH, **hparams),
-      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  """t2tlite's greedy search as a tf.function of input ids [1, length],
+  made (and traced) once per model and hparams."""
+  searches = _SEARCHES.setdefault(id(model), (model, {}))[1]
+  key = tuple(sorted(hparams.items()))
+  if key not in searches:
+    searches[key] = tf.function(
+        lambda ids: decode_ids(model, ids, beam_size=1,
+                               extra_length=EXTRA_LENGTH, **hparams),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)])
+  return searches[key]
 
 
 def _greedy_ids(search, vocab, line):
@@ -121,9 +140,8 @@ def test_translate_lines_detokenizes_and_keeps_empty_lines(exported):
   assert outputs == [expected[0], "", expected[1]]
 
 
-def test_unsupported_models_are_refused_with_one_line(tmp_path):
-  folder = str(tmp_path / "run")
-  make_run_folder(folder, checkpoint=False)
+def test_unsupported_models_are_refused_with_one_line(tmp_path_factory):
+  folder = run_copy(tmp_path_factory, checkpoint=False)
   info = run_dir.read_run_info(folder)
   assert ct2_export.unsupported(info) is None
   pointer = dataclasses.replace(info, hparams=info.hparams.replace(
