@@ -132,6 +132,17 @@ class DecodeHParams:
     list when multiple_outputs."""
     return _strategy_of(self).rows_per_input
 
+  @property
+  def width_hparam(self):
+    """The name of the hparam that sets outputs_per_input (beam_size or
+    num_samples)."""
+    return _strategy_of(self).WIDTH
+
+  def with_every_output(self):
+    """These settings listing every output of an input, as an n-best asks:
+    every beam; a sampling's num_samples samples as they are."""
+    return _strategy_of(self).every_output(self)
+
   @classmethod
   def parse(cls, text, base=None):
     """From `"beam_size=4,alpha=0.6"`, on top of `base` (a DecodeHParams;

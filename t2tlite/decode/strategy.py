@@ -37,6 +37,7 @@ class Greedy:
 
   name = "greedy search"
   HPARAMS = ("beam_size", "alpha", "return_beams")
+  WIDTH = "beam_size"  # the hparam of the rows an input costs
   rows_per_input = 1
   outputs_per_input = 1
 
@@ -52,6 +53,11 @@ class Greedy:
   def shown(self, hp):
     """The decode hparams a log line names for this strategy."""
     return ["return_beams"] if hp.return_beams else []
+
+  def every_output(self, hp):
+    """DecodeHParams hp listing every output an input gets (an n-best):
+    every beam."""
+    return dataclasses.replace(hp, return_beams=True)
 
   def search(self, decode_step, cache, length, rules, limits, inputs,
              drop_finished):
@@ -77,6 +83,8 @@ class Beam:
 
   name = "beam search"
   HPARAMS = Greedy.HPARAMS
+  WIDTH = Greedy.WIDTH
+  every_output = Greedy.every_output
 
   @classmethod
   def from_hparams(cls, hp):
@@ -124,6 +132,7 @@ class Sample:
   name = "sampling"
   HPARAMS = ("sampling_temperature", "top_k", "top_p", "epsilon",
              "sampling_seed", "num_samples")
+  WIDTH = "num_samples"
 
   @classmethod
   def from_hparams(cls, hp):
@@ -141,6 +150,10 @@ class Sample:
   @property
   def multiple_outputs(self):
     return self.num_samples > 1
+
+  def every_output(self, hp):
+    """hp itself: its num_samples samples are every output, in order."""
+    return hp
 
   def shown(self, hp):
     return ["sampling_temperature"] + [

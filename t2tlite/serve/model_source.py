@@ -105,12 +105,9 @@ def _given(prefixes):
 
 
 def _with_n_best(hp, n_best):
-  """hp as the run folder decodes a request: with n_best, every beam
-  (return_beams); a sampling request's n-best is its num_samples samples,
-  in order (return_beams is for beam search)."""
-  if not n_best or hp.sampling:
-    return hp
-  return dataclasses.replace(hp, return_beams=True)
+  """hp as the run folder decodes a request: with n_best, listing every
+  output (`DecodeHParams.with_every_output`)."""
+  return hp.with_every_output() if n_best else hp
 
 
 @dataclasses.dataclass

@@ -155,8 +155,8 @@ def check_search_width(hp, limits):
   """Raises BadRequest when DecodeHParams hp decode more hypotheses a line
   than --max_beam_size allows: its beam_size, or when sampling its
   num_samples (each a row of the search)."""
-  name = "num_samples" if hp.sampling else "beam_size"
   if hp.outputs_per_input > limits.max_beam_size:
-    raise BadRequest(f"decode hparam {name}={hp.outputs_per_input}: more "
+    raise BadRequest(f"decode hparam {hp.width_hparam}="
+                     f"{hp.outputs_per_input}: more "
                      f"than the limit of {limits.max_beam_size} "
                      "(--max_beam_size)")

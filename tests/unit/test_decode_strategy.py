@@ -35,6 +35,12 @@ def test_the_strategy_says_how_many_outputs_an_input_gets(
   # The settings' own properties are the strategy's.
   assert hp.multiple_outputs is listed
   assert hp.outputs_per_input == rows
+  assert hp.width_hparam == ("num_samples" if hp.sampling else "beam_size")
+  # An n-best lists every output: every beam, or the samples as they are.
+  every = hp.with_every_output()
+  assert strategy.of(every).outputs_per_input == rows
+  assert every == (hp if hp.sampling else
+                   DecodeHParams(**dict(hparams, return_beams=True)))
 
 
 def test_epsilon_sampling_is_a_strategy_of_its_own():
