@@ -283,7 +283,9 @@ def test_single_process_sigkill_then_ctrl_c(tmp_path, data_dir):
   scalars = train_helpers.read_scalars(str(output_dir))
   assert set(scalars) >= {"loss", "nll", "learning_rate", "grad_norm",
                           "tokens_per_sec", "steps_per_sec"}
-  assert max(scalars["learning_rate"]) == saved
+  # Through the last step saved (the killed run may have logged steps past
+  # its last checkpoint, which the restart trained again).
+  assert saved in scalars["learning_rate"], sorted(scalars["learning_rate"])
   for step, rate in scalars["learning_rate"].items():
     assert rate == pytest.approx(noam(step, hp), rel=1e-3), step
   assert all(math.isfinite(v) for v in scalars["loss"].values())
