@@ -219,7 +219,9 @@ def _run():
   lines, prefixes = (None, None) if FLAGS.decode_interactive else (
       _read_input())
   if lines is not None:
-    lines = languages.tag_lines(lines, known, FLAGS.target_language)
+    lines = languages.tag_lines(
+        lines, known, FLAGS.target_language,
+        where=f"--decode_from_file={FLAGS.decode_from_file}")
   decoder, problem_name, length_warning = _load(settled)
   postprocess = _postprocess_fn(problem_name)
   if FLAGS.decode_interactive:

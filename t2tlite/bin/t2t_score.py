@@ -91,17 +91,11 @@ def _check_lengths(model, source_ids, target_ids):
 
 
 def _tagged(sources, known):
-  """The source lines as the model reads them (`languages.tag_line`)."""
+  """The source lines as the model reads them (`languages.tag_lines`)."""
   if FLAGS.target_language is not None:
     languages.check_language(FLAGS.target_language, known)
-  tagged = []
-  for number, line in enumerate(sources, 1):
-    try:
-      tagged.append(languages.tag_line(line, known, FLAGS.target_language))
-    except languages.LanguageError as error:
-      raise languages.LanguageError(
-          f"--source_file={FLAGS.source_file} line {number}: {error}") from None
-  return tagged
+  return languages.tag_lines(sources, known, FLAGS.target_language,
+                             where=f"--source_file={FLAGS.source_file}")
 
 
 def format_line(score, per_token):

@@ -106,13 +106,21 @@ def tag_line(line, languages, language=None):
   return f"{languages[language]} {escape_tags(line, languages)}"
 
 
-def tag_lines(lines, languages, language=None):
+def tag_lines(lines, languages, language=None, where=None):
   """`tag_line` of each line, with one language for all (or a list of one
-  per line)."""
-  if isinstance(language, (list, tuple)):
-    return [tag_line(line, languages, lang)
-            for line, lang in zip(lines, language)]
-  return [tag_line(line, languages, language) for line in lines]
+  per line). `where` names the lines' source in an error ("--source_file=
+  corpus.en"), which then starts with it and the line's number."""
+  per_line = (language if isinstance(language, (list, tuple)) else
+              [language] * len(lines))
+  tagged = []
+  for number, (line, lang) in enumerate(zip(lines, per_line), 1):
+    try:
+      tagged.append(tag_line(line, languages, lang))
+    except LanguageError as error:
+      if where is None:
+        raise
+      raise LanguageError(f"{where} line {number}: {error}") from None
+  return tagged
 
 
 def strip_tag(line, languages):

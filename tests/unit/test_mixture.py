@@ -72,6 +72,11 @@ def test_lines_get_the_tag_of_their_language():
     languages.tag_lines(["1 2"], KNOWN, "de")
   with pytest.raises(languages.LanguageError, match="is needed"):
     languages.tag_lines(["1 2"], KNOWN)
+  # A command names its file and the line.
+  with pytest.raises(languages.LanguageError,
+                     match="^--source_file=in.txt line 2: a target language "
+                           "is needed"):
+    languages.tag_lines(["<2cp> 1", "2"], KNOWN, where="--source_file=in.txt")
   with pytest.raises(languages.LanguageError, match="knows no target"):
     languages.tag_lines(["1 2"], {}, "de")
 
