@@ -12,7 +12,7 @@ destroying the iterator waits for that thread's current interval to end
 and the end of training destroys its train iterator. A distributed
 iterator has two such threads: the host pipeline's and each device's. A
 tiny run of 30 steps stalled 2 to 75 s after its last evaluation, and
-under 1 s with both off (BUILD_NOTES.md, "Input pipeline speed").
+under 1 s with both off (shared Xeon; BUILD_NOTES.md, "Input pipeline speed").
 Without the autotuning model, `tf.data.AUTOTUNE` parallelism falls back to
 the machine's cores.
 """
