@@ -233,6 +233,14 @@ def assert_batch_answers_as_each_line_alone(result, expected):
       result["text"]["scores"], rel=1e-5, abs=1e-6)
 
 
+def assert_bad_text_answered(result):
+  """An input over max_length is cut (two that differ only past it give
+  the same output); invalid UTF-8 is decoded, not refused."""
+  long_outputs = result["long"]["outputs"]
+  assert long_outputs[0] == long_outputs[1]
+  assert len(result["invalid_utf8"]["outputs"]) == 4
+
+
 @pytest.mark.timeout(900)  # the first builds `fresh`
 def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
                                                                fresh):
@@ -258,9 +266,7 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
 
   assert result["empty_batch"] == {"outputs": [], "scores": []}
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
-  long_outputs = result["long"]["outputs"]
-  assert long_outputs[0] == long_outputs[1]
-  assert len(result["invalid_utf8"]["outputs"]) == 4  # valid UTF-8 (decoded)
+  assert_bad_text_answered(result)
   bad = result["bad_ids"]
   assert len(bad["outputs"]) == 3 and bad["scores"][1:] == [0.0, 0.0]
   assert not any(bad["outputs"][1]) and not any(bad["outputs"][2])
@@ -281,6 +287,8 @@ def test_bfloat16_variant_exports_and_runs(fresh):
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-2)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
+  assert result["empty_batch"] == {"outputs": [], "scores": []}
+  assert_bad_text_answered(result)
 
 
 @pytest.mark.timeout(900)  # the first builds `fresh`
@@ -299,6 +307,8 @@ def test_int8_variant_exports_and_runs(fresh):
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
   assert_batch_answers_as_each_line_alone(result, expected)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
+  assert result["empty_batch"] == {"outputs": [], "scores": []}
+  assert_bad_text_answered(result)
 
 
 def test_export_precision_is_checked_before_loading(tmp_path):
