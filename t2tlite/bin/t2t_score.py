@@ -92,8 +92,6 @@ def _check_lengths(model, source_ids, target_ids):
 
 def _tagged(sources, known):
   """The source lines as the model reads them (`languages.tag_lines`)."""
-  if FLAGS.target_language is not None:
-    languages.check_language(FLAGS.target_language, known)
   return languages.tag_lines(sources, known, FLAGS.target_language,
                              where=f"--source_file={FLAGS.source_file}")
 

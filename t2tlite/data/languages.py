@@ -109,9 +109,14 @@ def tag_line(line, languages, language=None):
 def tag_lines(lines, languages, language=None, where=None):
   """`tag_line` of each line, with one language for all (or a list of one
   per line). `where` names the lines' source in an error ("--source_file=
-  corpus.en"), which then starts with it and the line's number."""
-  per_line = (language if isinstance(language, (list, tuple)) else
-              [language] * len(lines))
+  corpus.en"), which then starts with it and the line's number; an
+  unknown language for all is checked first, an error of no line."""
+  if isinstance(language, (list, tuple)):
+    per_line = language
+  else:
+    if language is not None:
+      check_language(language, languages)
+    per_line = [language] * len(lines)
   tagged = []
   for number, (line, lang) in enumerate(zip(lines, per_line), 1):
     try:

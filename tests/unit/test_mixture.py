@@ -77,6 +77,11 @@ def test_lines_get_the_tag_of_their_language():
                      match="^--source_file=in.txt line 2: a target language "
                            "is needed"):
     languages.tag_lines(["<2cp> 1", "2"], KNOWN, where="--source_file=in.txt")
+  # An unknown language for all lines is no line's fault.
+  with pytest.raises(languages.LanguageError,
+                     match="^unknown target_language 'de'"):
+    languages.tag_lines(["<2cp> 1", "2"], KNOWN, "de",
+                        where="--source_file=in.txt")
   with pytest.raises(languages.LanguageError, match="knows no target"):
     languages.tag_lines(["1 2"], {}, "de")
 
