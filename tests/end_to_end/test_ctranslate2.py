@@ -94,7 +94,8 @@ def _greedy_search(model, **hparams):
     searches[key] = tf.function(
         lambda ids: decode_ids(model, ids, beam_size=1,
                                extra_length=EXTRA_LENGTH, **hparams),
-        input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+        autograph=False)
   return searches[key]
 
 
@@ -165,7 +166,8 @@ def test_ctranslate2_greedy_search_with_a_target_prefix_equals_t2tlite(
   search = tf.function(
       lambda ids, prefix: decode_ids(model, ids, target_prefix=prefix,
                                      beam_size=1, extra_length=EXTRA_LENGTH),
-      input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+      input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
+      autograph=False)
   prefix_pieces = target.encode("Ein Mann", out_type=str)
   prefix = [target.piece_to_id(p) for p in prefix_pieces]
   for line in multi30k_lines("en", 4):

@@ -328,10 +328,11 @@ def test_cached_and_uncached_decoding_agree(tiny_model, beam_size, growing):
                        return_beams=True)
 
   cached = tf.function(lambda x: search(*tiny_model.prepare_decoding(
-      x, None if growing else length)))
+      x, None if growing else length)), autograph=False)
   uncached = tf.function(lambda x: search(
       uncached_decode_step(tiny_model),
-      {"inputs": x, "prefix": tf.zeros([tf.shape(x)[0], length], tf.int32)}))
+      {"inputs": x, "prefix": tf.zeros([tf.shape(x)[0], length], tf.int32)}),
+                         autograph=False)
   ids_c, scores_c = cached(INPUTS)
   ids_u, scores_u = uncached(INPUTS)
   np.testing.assert_array_equal(ids_c, ids_u)
@@ -339,7 +340,8 @@ def test_cached_and_uncached_decoding_agree(tiny_model, beam_size, growing):
   assert np.count_nonzero(ids_c) > INPUTS.shape[0]  # not all empty outputs
   if beam_size == 1:  # a beam search of one beam is greedy search
     ids_b, scores_b = tf.function(lambda x: beam_search(
-        *tiny_model.prepare_decoding(x, None), 1, length, alpha=0.0))(INPUTS)
+        *tiny_model.prepare_decoding(x, None), 1, length, alpha=0.0),
+                                  autograph=False)(INPUTS)
     np.testing.assert_array_equal(ids_b, ids_c[:, 0])
     np.testing.assert_allclose(scores_b, scores_c[:, 0], atol=1e-4)
 
@@ -352,7 +354,8 @@ def test_float32_step_matmul_layouts(tiny_model):
   vocab] kernel without a transpose; other batch matmuls are the per-row
   attention products of rank-4 heads. No step transposes a weight."""
   decode_step, cache = tiny_model.prepare_decoding(INPUTS, None)
-  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
+  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache),
+                     autograph=False)
   graph = step.get_concrete_function(
       tf.TensorSpec([None], tf.int32),
       tf.nest.map_structure(
@@ -426,8 +429,8 @@ def test_xla_compiled_search_matches(one_layer_model, beam_size, min_length,
                                 no_repeat_ngram_size=no_repeats)
 
   search = searcher(static_shapes=True)
-  plain = tf.function(search)(INPUTS)
-  compiled_fn = tf.function(search, jit_compile=True)
+  plain = tf.function(search, autograph=False)(INPUTS)
+  compiled_fn = tf.function(search, jit_compile=True, autograph=False)
   compiled = compiled_fn(INPUTS)
   # The whole search is one XLA computation, its loop an HLO while.
   hlo = compiled_fn.experimental_get_compiler_ir(INPUTS)(stage="hlo")
@@ -435,7 +438,7 @@ def test_xla_compiled_search_matches(one_layer_model, beam_size, min_length,
   np.testing.assert_array_equal(compiled["outputs"], plain["outputs"])
   np.testing.assert_allclose(compiled["scores"], plain["scores"], atol=1e-4)
   # The default graph-mode search, whose caches grow, finds the same.
-  growing = tf.function(searcher(static_shapes=False))(INPUTS)
+  growing = tf.function(searcher(static_shapes=False), autograph=False)(INPUTS)
   np.testing.assert_array_equal(growing["outputs"], plain["outputs"])
   np.testing.assert_allclose(growing["scores"], plain["scores"], atol=1e-4)
 
@@ -444,7 +447,8 @@ def test_export_style_signature_with_dynamic_shapes(tiny_model):
   # What an exporter traces: batch and length unknown until run time.
   fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
                                         extra_length=3),
-                   input_signature=[tf.TensorSpec([None, None], tf.int32)])
+                   input_signature=[tf.TensorSpec([None, None], tf.int32)],
+                   autograph=False)
   result = fn(INPUTS)
   assert result["outputs"].shape == (3, 9)
   assert result["scores"].shape == (3,)
@@ -560,5 +564,5 @@ def test_beam_search_never_reorders_the_growing_keys_and_values(tiny_model):
     return decode_step(ids, step, cache)
 
   ids, _ = tf.function(lambda: beam_search(checked_step, cache, beams, 10,
-                                           alpha=0.6))()
+                                           alpha=0.6), autograph=False)()
   assert ids.shape == (batch, 10)

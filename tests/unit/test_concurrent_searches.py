@@ -49,7 +49,8 @@ def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
     fn = tf.function(lambda x: decode_ids(
         tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
         return_beams=True, concurrent_searches=searches),
-                     input_signature=[tf.TensorSpec([None, None], tf.int32)])
+                     input_signature=[tf.TensorSpec([None, None], tf.int32)],
+                     autograph=False)
 
     def run(inputs):
       result = fn(inputs)
@@ -83,7 +84,8 @@ def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   def traced(searches):
     fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
                                           extra_length=3,
-                                          concurrent_searches=searches))
+                                          concurrent_searches=searches),
+                     autograph=False)
     return fn.get_concrete_function(INPUTS).graph
 
   def ops_of_type(graph, *types):

@@ -51,7 +51,7 @@ def test_tiny_transformer_learns_to_copy():
   model = t2tlite.build_model(hp, VOCAB)
   optimizer = build_optimizer(hp)
 
-  @tf.function
+  @tf.function(autograph=False)
   def train_step(ids):
     with tf.GradientTape() as tape:
       logits = model({"inputs": ids, "targets": ids}, training=True)

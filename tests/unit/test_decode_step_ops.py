@@ -14,7 +14,8 @@ def _step_graph(model, int8_search=False):
   """The graph of one growing-cache step of `model` (a FuncGraph)."""
   decode_step, cache = model.prepare_decoding(
       INPUTS, None, search_weights=model.search_weights(int8=int8_search))
-  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
+  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache),
+                     autograph=False)
   ids = tf.zeros([INPUTS.shape[0]], tf.int32)
   return step.get_concrete_function(ids, cache).graph
 

@@ -59,7 +59,7 @@ def test_outputs_and_scores_are_those_of_the_search_that_keeps_them(
     tiny_model, rules, return_beams):
   beam = Beam(size=3, alpha=0.6, return_beams=return_beams)
 
-  @tf.function
+  @tf.function(autograph=False)
   def both(inputs):
     return (_search(tiny_model, inputs, beam, RULES[rules], False),
             _search(tiny_model, inputs, beam, RULES[rules], True))

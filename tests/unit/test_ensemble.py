@@ -31,7 +31,7 @@ def other_model():
 
 def search(model, name):
   fn = tf.function(lambda x: decode_ids(model, x, extra_length=6,
-                                        **SEARCHES[name]))
+                                        **SEARCHES[name]), autograph=False)
   result = fn(INPUTS)
   return result["outputs"].numpy(), result["scores"].numpy()
 

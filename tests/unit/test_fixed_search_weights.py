@@ -24,7 +24,8 @@ INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
 def searcher(model, int8, searches, search_weights=None):
   return tf.function(lambda x: decode_ids(
       model, x, beam_size=2, extra_length=5, return_beams=True, int8=int8,
-      concurrent_searches=searches, search_weights=search_weights))
+      concurrent_searches=searches, search_weights=search_weights),
+                     autograph=False)
 
 
 def _layout(int8):

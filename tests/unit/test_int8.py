@@ -66,7 +66,8 @@ def test_both_layouts_compute_the_same_integer_sums():
 def test_no_rows_give_no_rows(weights_first):
   # An empty batch, or the empty block of a concurrent search.
   quantized = int8.quantize_kernel(tf.random.normal([16, 8]), weights_first)
-  product = tf.function(int8.matmul)(tf.zeros([0, 16]), quantized)
+  product = tf.function(int8.matmul,
+                        autograph=False)(tf.zeros([0, 16]), quantized)
   assert product.shape == (0, 8)
 
 
@@ -94,7 +95,8 @@ def test_quantized_product_keeps_the_input_dtype():
 def _first_step(model, int8_search):
   decode_step, cache = model.prepare_decoding(
       INPUTS, None, search_weights=model.search_weights(int8=int8_search))
-  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache))
+  step = tf.function(lambda ids, cache: decode_step(ids, 0, cache),
+                     autograph=False)
   ids = tf.zeros([INPUTS.shape[0]], tf.int32)
   return step, step(ids, cache)[0].numpy(), (ids, cache)
 
@@ -135,4 +137,5 @@ def test_the_kernel_check_agrees_with_tensorflows_onednn_path():
   # Runs everywhere: where the kernel is missing it says so, no error.
   from t2tlite import onednn
   assert bool(int8.kernel_works()) == onednn.enabled()
-  assert bool(tf.function(int8.kernel_works)()) == onednn.enabled()
+  assert bool(tf.function(int8.kernel_works,
+                          autograph=False)()) == onednn.enabled()

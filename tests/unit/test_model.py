@@ -152,8 +152,8 @@ def test_cached_decoding_in_a_compiled_loop():
     return ids
 
   eager = greedy(inputs).numpy()
-  graph = tf.function(greedy)(inputs).numpy()
-  xla = tf.function(greedy, jit_compile=True)(inputs).numpy()
+  graph = tf.function(greedy, autograph=False)(inputs).numpy()
+  xla = tf.function(greedy, jit_compile=True, autograph=False)(inputs).numpy()
   np.testing.assert_array_equal(eager, graph)
   np.testing.assert_array_equal(eager, xla)
 

@@ -59,7 +59,7 @@ def test_cooldown_scales_the_last_steps_down_linearly():
 
 def test_a_traced_rate_follows_a_new_length():
   schedule = NoamSchedule(64, 400, train_steps=3000, cooldown_steps=1000)
-  rate = tf.function(schedule)
+  rate = tf.function(schedule, autograph=False)
   plain = NoamSchedule(64, 400)
 
   def ratio(iteration):  # of the traced rate to eq. (3)'s
@@ -139,7 +139,7 @@ def test_token_accuracy_ignores_padding():
 def _traced_apply(optimizer, variables):
   """optimizer.apply_gradients on `variables`, as one tf.function of the
   gradients (the trainer's step is traced too)."""
-  @tf.function
+  @tf.function(autograph=False)
   def apply(grads):
     optimizer.apply_gradients(zip(grads, variables))
   return apply

@@ -218,7 +218,8 @@ def test_constrained_search_compiles_with_xla():
     return decode_ids(model, x, beam_size=3, alpha=0.3, extra_length=10,
                       static_shapes=static_shapes, constraint=constraint)
 
-  compiled = tf.function(lambda x: search(x, True), jit_compile=True)
+  compiled = tf.function(lambda x: search(x, True), jit_compile=True,
+                         autograph=False)
   outputs = compiled(inputs)["outputs"]
   check_trees(outputs, words)
   np.testing.assert_array_equal(outputs, search(inputs, False)["outputs"])

@@ -62,7 +62,8 @@ def test_python_conveniences_round_trip(vocab, sentences):
 
 
 def test_graph_mode_encode_decode(vocab, sentences):
-  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+  @tf.function(input_signature=[tf.TensorSpec([None], tf.string)],
+               autograph=False)
   def round_trip(text):
     return vocab.decode(vocab.encode(text).to_tensor())
 
@@ -139,7 +140,7 @@ def test_two_vocabularies_stay_apart_in_a_loaded_saved_model(vocab, tmp_path):
   module.vocabs = [vocab, words]
   module.decode = tf.function(
       lambda ids: [vocab.decode(ids), words.decode(ids)],
-      input_signature=[tf.TensorSpec([None, None], tf.int32)])
+      input_signature=[tf.TensorSpec([None, None], tf.int32)], autograph=False)
   ids = tf.constant([[3, 4, 5, 1]])
   expected = [t.numpy().tolist() for t in module.decode(ids)]
   assert expected[0] != expected[1]

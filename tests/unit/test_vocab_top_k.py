@@ -43,7 +43,7 @@ def test_vocabulary_without_a_useful_divisor_uses_plain_top_k():
 def test_same_under_xla():
   logits = tf.random.stateless_normal([4, 37000], seed=[3, 4]) * 3
   compiled = tf.function(lambda x: log_normalizer_and_top_k(x, 8),
-                         jit_compile=True)(logits)
+                         jit_compile=True, autograph=False)(logits)
   plain = log_normalizer_and_top_k(logits, 8)
   np.testing.assert_array_equal(compiled[2].numpy(), plain[2].numpy())
   np.testing.assert_allclose(compiled[0].numpy(), plain[0].numpy(),
