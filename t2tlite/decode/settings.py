@@ -33,7 +33,7 @@ class DecodeHParams:
   return_beams: also return every beam with its score (n-best).
   constrained: apply the problem's decoding constraint, if it has one
     (`Problem.decode_constraint`; parsing: well-formed trees).
-  int8: multiply the decoder's maps and the output projection in int8
+  int8: multiply the layers' maps and the output projection in int8
     (`t2tlite.layers.int8`): outputs change a little; faster where
     float32 matmuls are slow (AVX2; BUILD_NOTES.md, "int8 decoding").
     Not with XLA (the int8 kernel has no XLA form).

@@ -139,7 +139,7 @@ class MultiHeadAttention(keras.layers.Layer):
     return (self.w_q, self.w_k, self.w_v)
 
   def _project_query_keys_values(self, query, search_weights, groups):
-    """The queries, keys and values of `query` [rows, 1, d_model] as
+    """The queries, keys and values of `query` [rows, len, d_model] as
     `_project` gives them: one product where the search's weights hold
     one kernel for the three maps (int8), else three."""
     fused = (None if search_weights is None else
@@ -177,6 +177,22 @@ class MultiHeadAttention(keras.layers.Layer):
     q = self._project(query, self.w_q, self.d_k, None)
     k, v = self.project_memory(query if memory is None else memory)
     return self._attend(q, k, v, bias, training, None)
+
+  def attend_self(self, query, bias, search_weights):
+    """Self-attention of `query` as an encoder layer of a search computes
+    it: the maps multiplied by the search's kernels (for int8 one product
+    for the queries, keys and values, `SearchWeights.fused_kernel`).
+
+    Args:
+      query: [batch, len, d_model].
+      bias: float32 broadcastable to [batch, heads, len, len], or None.
+      search_weights: the search's `SearchWeights`.
+    Returns:
+      (outputs [batch, len, d_model], float32 weights
+      [batch, heads, len, len]).
+    """
+    q, k, v = self._project_query_keys_values(query, search_weights, None)
+    return self._attend(q, k, v, bias, False, search_weights)
 
   def attend_to_keys_values(self, query, keys_values, bias=None,
                             search_weights=None):

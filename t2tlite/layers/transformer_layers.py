@@ -140,6 +140,15 @@ class EncoderLayer(_StackLayer):
     x = self.self_attention_residual(x, attended, training=training)
     return self._feed_forward_block(x, training), weights
 
+  def call_search(self, x, bias, search_weights):
+    """`call` (inference) with the maps multiplied by the search's kernels
+    (`SearchWeights`: int8 ones for an int8 search's encoder)."""
+    h = self.self_attention_residual.sublayer_input(x)
+    attended, weights = self.self_attention.attend_self(h, bias,
+                                                        search_weights)
+    x = self.self_attention_residual(x, attended)
+    return self._feed_forward_block(x, False, search_weights), weights
+
 
 @keras.saving.register_keras_serializable(package="t2tlite")
 class DecoderLayer(_StackLayer):

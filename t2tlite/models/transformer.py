@@ -134,11 +134,15 @@ class Transformer(keras.Model):
     return (self.embedding if self.target_vocab_size is None else
             self.input_embedding)
 
-  def encode(self, inputs, training=False, return_attention_weights=False):
+  def encode(self, inputs, training=False, return_attention_weights=False,
+             search_weights=None):
     """Encoder stack.
 
     Args:
       inputs: int32 [batch, src_len] source ids, 0-padded.
+      search_weights: None, or an int8 search's `SearchWeights`, whose
+        encoder kernels the layers multiply by (`EncoderLayer.
+        call_search`); a float search's encoder computes as training's.
     Returns:
       memory [batch, src_len, d_model] (and a list of per-layer self-attention
       weights [batch, heads, src_len, src_len] when return_attention_weights).
@@ -146,9 +150,13 @@ class Transformer(keras.Model):
     bias = padding_bias(inputs)
     x = self._embed(self._source_embedding, inputs, self.encoder_positions,
                     training)
+    int8_search = search_weights is not None and search_weights.int8
     weights = []
     for layer in self.encoder_layers:
-      x, w = layer(x, bias, training=training)
+      if int8_search:
+        x, w = layer.call_search(x, bias, search_weights)
+      else:
+        x, w = layer(x, bias, training=training)
       weights.append(w)
     x = self._final_norm(x, "encoder_norm")
     return (x, weights) if return_attention_weights else x
@@ -278,11 +286,12 @@ class Transformer(keras.Model):
     under mixed precision cast) once per search, before its loop, rather
     than at every step. Only for code without gradients.
 
-    With int8, the decoder layers' kernels and the output projection
-    quantized instead (`linear.int8_kernels`, `SharedEmbedding.
-    int8_output_kernels`): the search then multiplies them in int8
-    (`t2tlite.layers.int8`), the encoder staying in the compute dtype;
-    `int8_weights_first` picks the layout (`precision.int8_support`).
+    With int8, the kernels of the encoder and decoder layers and the
+    output projection quantized instead (`linear.int8_kernels`,
+    `SharedEmbedding.int8_output_kernels`; each self-attention's queries,
+    keys and values as one kernel): the search then multiplies them in
+    int8 (`t2tlite.layers.int8`); `int8_weights_first` picks the layout
+    (`precision.int8_support`).
 
     keep_variables: a weight already in the compute dtype stays the
     tf.Variable itself rather than a read of it (for weights made once and
@@ -296,10 +305,10 @@ class Transformer(keras.Model):
 
     values = {v.path: read(v) for v in self.weights}
     if int8:
+      layers = [*self.encoder_layers, *self.decoder_layers]
       kernels = int8_kernels(
-          self.decoder_layers, int8_weights_first,
-          fused=[layer.self_attention.input_maps()
-                 for layer in self.decoder_layers])
+          layers, int8_weights_first,
+          fused=[layer.self_attention.input_maps() for layer in layers])
       if dtype != "float32":
         # The feed-forward maps restore their int8 products with scales
         # rounded to the compute dtype, as the recorded int8 outputs of
@@ -328,7 +337,8 @@ class Transformer(keras.Model):
       [batch, src_len, d_model], word positions [batch, src_len], last
       word index [batch])}: one copy per batch element, shared by its beams.
     """
-    memory = self.encode(inputs, training=False)
+    memory = self.encode(inputs, training=False,
+                         search_weights=search_weights)
     keys, values = zip(*[layer.memory_keys_values(memory, search_weights)
                          for layer in self.decoder_layers])
     decoding_memory = {"keys": list(keys), "values": list(values),

@@ -119,6 +119,31 @@ def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
   assert relative_error(int8_logits, float_logits) > 1e-6
 
 
+def _memory(model, int8_search):
+  weights = model.search_weights(int8=int8_search)
+  memory = tf.function(lambda x: model.decoding_memory(x, weights),
+                       autograph=False)
+  return memory, memory(INPUTS)["keys"][0].numpy()
+
+
+@needs_int8
+def test_int8_search_encodes_in_int8(tiny_model):
+  memory, int8_keys = _memory(tiny_model, True)
+  graph = memory.get_concrete_function(INPUTS).graph
+  quantized = [op for op in graph.get_operations()
+               if op.type == "QuantizedMatMulWithBiasAndDequantize"]
+  # Per encoder layer q, k and v in one product, output, 2 FFN; then each
+  # decoder layer's keys and values of the memory.
+  assert len(quantized) == (4 * len(tiny_model.encoder_layers) +
+                            2 * len(tiny_model.decoder_layers))
+  float_matmuls = [op for op in graph.get_operations() if "MatMul" in op.type
+                   and op not in quantized]
+  assert all(op.inputs[1].shape.rank == 4 for op in float_matmuls)
+  _, float_keys = _memory(tiny_model, False)
+  assert relative_error(int8_keys, float_keys) < 0.05
+  assert relative_error(int8_keys, float_keys) > 1e-6
+
+
 @needs_int8
 def test_int8_search_through_decode_hparams(tiny_model):
   hp = DecodeHParams.parse("int8=true")
