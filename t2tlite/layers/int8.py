@@ -154,22 +154,28 @@ def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
   Returns:
     (float32 [rows, d_out], float32 [rows, 1]: the row maxima).
   """
-  # oneDNN makes no product of zero columns (an empty batch, or the empty
-  # block of a concurrent search over fewer rows than searches): one zero
-  # row more, dropped from the result (a slice of its first axis, no copy).
-  transposed, row_scales = _padded_rows_product(x, quantized, bits)
-  return tf.transpose(transposed)[:-1], row_scales[:-1]
+  transposed, row_scales, rows = _padded_rows_product(x, quantized, bits)
+  return tf.transpose(transposed)[:rows], row_scales[:rows]
 
 
 def _padded_rows_product(x, quantized, bits):
-  """The weights-first product of x [rows, d_in] and one zero row more:
-  (float32 [d_out, rows + 1] normalized as `weights_first_product`'s,
-  float32 [rows + 1, 1] the row maxima)."""
-  x32 = tf.cast(tf.pad(x, [[0, 1], [0, 0]]), tf.float32)
+  """The weights-first product of x [rows, d_in]: (float32 [d_out,
+  padded] normalized as `weights_first_product`'s, float32 [padded, 1] the
+  row maxima, int32 rows), padded = rows, or 1 (a zero row) where rows
+  is 0.
+
+  oneDNN makes no product of zero columns (an empty batch, or the empty
+  block of a concurrent search over fewer rows than searches). The callers
+  cut the result to x's rows: a slice of all of them forwards its input,
+  where cutting a padded row off copied every result."""
+  rows = tf.shape(x)[0]
+  x32 = tf.cast(tf.pad(x, [[0, tf.cast(tf.equal(rows, 0), tf.int32)],
+                           [0, 0]]), tf.float32)
   rounded, row_scales = _rounded(x32, axis=1, bits=bits)
   # Transposed in int8, a quarter of the bytes of float32.
   activations = tf.transpose(tf.cast(rounded, tf.int8))
-  return _product(activations, rounded, 1, quantized, bits), row_scales
+  return (_product(activations, rounded, 1, quantized, bits), row_scales,
+          rows)
 
 
 def _rounded(x32, axis, bits):
@@ -216,15 +222,15 @@ def weights_first_feed_forward(x, w1, b1, w2, b2, bits=ACTIVATION_BITS):
   Returns:
     [rows, d_model] in x's dtype.
   """
-  transposed, row_scales = _padded_rows_product(x, w1, bits)
+  transposed, row_scales, rows = _padded_rows_product(x, w1, bits)
   hidden = tf.nn.relu(tf.cast(
       transposed * tf.transpose(row_scales) *
       tf.cast(w1.scales, tf.float32)[:, tf.newaxis], x.dtype) +
-                      b1[:, tf.newaxis])  # [d_ff, rows + 1]
+                      b1[:, tf.newaxis])  # [d_ff, padded]
   rounded, column_scales = _rounded(tf.cast(hidden, tf.float32), axis=0,
                                     bits=bits)
   out = _product(tf.cast(rounded, tf.int8), rounded, 0, w2, bits)
-  out = (tf.transpose(out)[:-1] * tf.transpose(column_scales)[:-1] *
+  out = (tf.transpose(out)[:rows] * tf.transpose(column_scales)[:rows] *
          tf.cast(w2.scales, tf.float32))
   return tf.cast(out, x.dtype) + b2
 
