@@ -101,19 +101,24 @@ def _first_step(model, int8_search):
   return step, step(ids, cache)[0].numpy(), (ids, cache)
 
 
-@needs_int8
-def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
-  step, int8_logits, args = _first_step(tiny_model, True)
-  graph = step.get_concrete_function(*args).graph
+def _int8_products(graph):
+  """The int8 products of `graph`, after asserting that every other
+  product in it is an attention product (rank 4), not a float map."""
   quantized = [op for op in graph.get_operations()
                if op.type == "QuantizedMatMulWithBiasAndDequantize"]
-  # Per decoder layer q, k and v in one product, output (self), q, output
-  # (encdec), 2 FFN; then the output projection.
-  assert len(quantized) == 6 * len(tiny_model.decoder_layers) + 1
-  # What is left in float32 are the attention products (rank 4).
   float_matmuls = [op for op in graph.get_operations() if "MatMul" in op.type
                    and op not in quantized]
   assert all(op.inputs[1].shape.rank == 4 for op in float_matmuls)
+  return quantized
+
+
+@needs_int8
+def test_int8_step_multiplies_every_decoder_map_in_int8(tiny_model):
+  step, int8_logits, args = _first_step(tiny_model, True)
+  quantized = _int8_products(step.get_concrete_function(*args).graph)
+  # Per decoder layer q, k and v in one product, output (self), q, output
+  # (encdec), 2 FFN; then the output projection.
+  assert len(quantized) == 6 * len(tiny_model.decoder_layers) + 1
   _, float_logits, _ = _first_step(tiny_model, False)
   assert relative_error(int8_logits, float_logits) < 0.05
   assert relative_error(int8_logits, float_logits) > 1e-6
@@ -129,16 +134,11 @@ def _memory(model, int8_search):
 @needs_int8
 def test_int8_search_encodes_in_int8(tiny_model):
   memory, int8_keys = _memory(tiny_model, True)
-  graph = memory.get_concrete_function(INPUTS).graph
-  quantized = [op for op in graph.get_operations()
-               if op.type == "QuantizedMatMulWithBiasAndDequantize"]
+  quantized = _int8_products(memory.get_concrete_function(INPUTS).graph)
   # Per encoder layer q, k and v in one product, output, 2 FFN; then each
   # decoder layer's keys and values of the memory.
   assert len(quantized) == (4 * len(tiny_model.encoder_layers) +
                             2 * len(tiny_model.decoder_layers))
-  float_matmuls = [op for op in graph.get_operations() if "MatMul" in op.type
-                   and op not in quantized]
-  assert all(op.inputs[1].shape.rank == 4 for op in float_matmuls)
   _, float_keys = _memory(tiny_model, False)
   assert relative_error(int8_keys, float_keys) < 0.05
   assert relative_error(int8_keys, float_keys) > 1e-6
