@@ -16,6 +16,7 @@ rounds=${2:?usage: bench/ab.sh COMMIT ROUNDS [run.py flags ...]}
 shift 2
 after=$(cd "$(dirname "$0")/.." && pwd)
 before=$(mktemp -d)
+trap 'rm -rf "$before"' EXIT  # if COMMIT cannot be checked out
 git -C "$after" worktree add -q --detach "$before" "$commit"
 trap 'git -C "$after" worktree remove --force "$before"' EXIT
 export TF_CPP_MIN_LOG_LEVEL=2
