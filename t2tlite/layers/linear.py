@@ -81,7 +81,9 @@ def int8_kernels(layers, weights_first=False, fused=()):
     layers: Keras layers whose 2-D weights are kernels of `linear`.
     weights_first: the int8 layout (`int8.quantize_kernel`).
     fused: tuples of kernel variables that read the same input, each
-      also quantized as one kernel (`int8.concatenated`).
+      quantized as one kernel instead (`int8.concatenated`): a search
+      multiplies by that one only (`SearchWeights.fused_kernel`), so its
+      members are not kept beside it.
   Returns:
     {variable.path (or `fused_key`): an `Int8Kernel` or
     `Int8WeightsFirstKernel`}, for `SearchWeights.kernels`.
@@ -91,7 +93,7 @@ def int8_kernels(layers, weights_first=False, fused=()):
              if len(variable.shape) == 2}
   for variables in fused:
     kernels[fused_key(variables)] = int8.concatenated(
-        [kernels[variable.path] for variable in variables])
+        [kernels.pop(variable.path) for variable in variables])
   return kernels
 
 
