@@ -18,7 +18,7 @@ import tensorflow as tf
 from t2tlite.decode import constraints, strategy
 from t2tlite.decode.prefix import ForcedPrefix
 from t2tlite.decode.step_rules import StepRules
-from t2tlite.ids import PAD_ID
+from t2tlite.ids import EOS_ID, PAD_ID
 from t2tlite.layers import int8 as int8_layer
 
 
@@ -161,7 +161,15 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
 
   def search_block(rows, prefix_ids=None):
     """(outputs, scores) of the strategy's search over a block of rows."""
+    kept = tf.shape(rows)[0]
+    # (XLA takes no padding of a dynamic size; a block of a known number
+    # of rows has them.)
+    may_be_empty = not static_shapes and not rows.shape[0]
+    if may_be_empty:
+      rows, prefix_ids, stand_in = _stand_in_if_empty(rows, prefix_ids)
     length, row_limits = decode_lengths(model, rows, limits.extra_length)
+    if may_be_empty:
+      row_limits *= 1 - stand_in  # it stops before its first step
     step, cache = model.prepare_decoding(
         rows, length if static_shapes else None,
         search_weights=search_weights)
@@ -172,8 +180,10 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     if prefix_ids is not None:
       forced = ForcedPrefix(_checked_prefix(prefix_ids, row_limits))
     rules = StepRules.of(limits, PAD_ID, forced)
-    return plan.strategy.search(step, cache, length, rules, row_limits, rows,
-                                drop_finished=not static_shapes)
+    outputs, scores = plan.strategy.search(
+        step, cache, length, rules, row_limits, rows,
+        drop_finished=not static_shapes)
+    return outputs[:kept], scores[:kept]
 
   parts = [inputs] if target_prefix is None else [inputs, target_prefix]
   if plan.concurrent_searches == 1:
@@ -194,6 +204,30 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     back = tf.argsort(tf.concat(blocks, axis=0))
     outputs, scores = tf.gather(outputs, back), tf.gather(scores, back)
   return {"outputs": outputs, "scores": scores}
+
+
+def _stand_in_if_empty(rows, prefix_ids):
+  """(rows, prefix_ids, stand_in): an empty block (an empty batch, or
+  fewer rows than concurrent searches) as one row of EOS without a prefix,
+  stand_in 1 (else 0 and the block as it is). The search's products then
+  never multiply zero rows, which oneDNN's int8 kernel cannot; the caller
+  stops the stand-in at once and cuts its outputs off.
+
+  Args:
+    rows: int32 [batch, src_len]; prefix_ids: None or int32 [batch,
+      prefix_len].
+  """
+  def none(size):
+    return tf.cast(tf.equal(size, 0), tf.int32)
+
+  # The row is as long as the block's others (the blocks' outputs are
+  # joined), or 1 where they have no length either.
+  stand_in = none(tf.shape(rows)[0])
+  rows = tf.pad(rows, [[0, stand_in], [0, stand_in * none(tf.shape(rows)[1])]],
+                constant_values=EOS_ID)
+  if prefix_ids is not None:
+    prefix_ids = tf.pad(prefix_ids, [[0, stand_in], [0, 0]])
+  return rows, prefix_ids, stand_in
 
 
 def _checked_prefix(prefix_ids, row_limits):

@@ -154,28 +154,20 @@ def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
   Returns:
     (float32 [rows, d_out], float32 [rows, 1]: the row maxima).
   """
-  transposed, row_scales, rows = _padded_rows_product(x, quantized, bits)
-  return tf.transpose(transposed)[:rows], row_scales[:rows]
+  transposed, row_scales = _columns_product(x, quantized, bits)
+  return tf.transpose(transposed), row_scales
 
 
-def _padded_rows_product(x, quantized, bits):
-  """The weights-first product of x [rows, d_in]: (float32 [d_out,
-  padded] normalized as `weights_first_product`'s, float32 [padded, 1] the
-  row maxima, int32 rows), padded = rows, or 1 (a zero row) where rows
-  is 0.
-
-  oneDNN makes no product of zero columns (an empty batch, or the empty
-  block of a concurrent search over fewer rows than searches). The callers
-  cut the result to x's rows: a slice of all of them forwards its input,
-  where cutting a padded row off copied every result."""
-  rows = tf.shape(x)[0]
-  x32 = tf.cast(tf.pad(x, [[0, tf.cast(tf.equal(rows, 0), tf.int32)],
-                           [0, 0]]), tf.float32)
-  rounded, row_scales = _rounded(x32, axis=1, bits=bits)
+def _columns_product(x, quantized, bits):
+  """The weights-first product of x [rows, d_in]: (float32 [d_out, rows]
+  normalized as `weights_first_product`'s, float32 [rows, 1] the row
+  maxima). rows must not be 0: oneDNN makes no product of zero columns
+  (a search never asks one: `search.decode` gives an empty block a
+  stand-in row)."""
+  rounded, row_scales = _rounded(tf.cast(x, tf.float32), axis=1, bits=bits)
   # Transposed in int8, a quarter of the bytes of float32.
   activations = tf.transpose(tf.cast(rounded, tf.int8))
-  return (_product(activations, rounded, 1, quantized, bits), row_scales,
-          rows)
+  return _product(activations, rounded, 1, quantized, bits), row_scales
 
 
 def _rounded(x32, axis, bits):
@@ -222,15 +214,15 @@ def weights_first_feed_forward(x, w1, b1, w2, b2, bits=ACTIVATION_BITS):
   Returns:
     [rows, d_model] in x's dtype.
   """
-  transposed, row_scales, rows = _padded_rows_product(x, w1, bits)
+  transposed, row_scales = _columns_product(x, w1, bits)
   hidden = tf.nn.relu(tf.cast(
       transposed * tf.transpose(row_scales) *
       tf.cast(w1.scales, tf.float32)[:, tf.newaxis], x.dtype) +
-                      b1[:, tf.newaxis])  # [d_ff, padded]
+                      b1[:, tf.newaxis])  # [d_ff, rows]
   rounded, column_scales = _rounded(tf.cast(hidden, tf.float32), axis=0,
                                     bits=bits)
   out = _product(tf.cast(rounded, tf.int8), rounded, 0, w2, bits)
-  out = (tf.transpose(out)[:rows] * tf.transpose(column_scales)[:rows] *
+  out = (tf.transpose(out) * tf.transpose(column_scales) *
          tf.cast(w2.scales, tf.float32))
   return tf.cast(out, x.dtype) + b2
 
@@ -239,7 +231,8 @@ def matmul(x, quantized, bits=ACTIVATION_BITS):
   """x @ kernel with the kernel from `quantize_kernel` (either layout).
 
   Args:
-    x: float [rows, d_in].
+    x: float [rows, d_in]; rows > 0 for an `Int8WeightsFirstKernel`
+      (oneDNN makes no product of zero columns).
     quantized: `quantize_kernel`'s result for a [d_in, d_out] kernel (an
       `Int8Kernel` or an `Int8WeightsFirstKernel`).
     bits: the activations' (`quantize_rows`).

@@ -1,6 +1,7 @@
 """Concurrent searches (decode hparam concurrent_searches): a batch decoded
 as independent searches over blocks of its rows gives the outputs of one
 search, in order, and the graph holds the searches side by side."""
+import itertools
 import subprocess
 import sys
 
@@ -78,6 +79,11 @@ def test_an_int8_search_over_an_empty_block(tiny_model):
   two = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True,
                    concurrent_searches=2)
   np.testing.assert_array_equal(two["outputs"], one["outputs"])
+  # And an empty batch, in one search and in two.
+  for searches, empty in itertools.product((1, 2), (row[:0], row[:0, :0])):
+    result = decode_ids(tiny_model, empty, beam_size=2, extra_length=4,
+                        int8=True, concurrent_searches=searches)
+    assert result["outputs"].shape[0] == result["scores"].shape[0] == 0
 
 
 def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
