@@ -190,10 +190,14 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     outputs, scores = search_block(*parts)
   else:
     # Traced once, called once a block: independent calls, which the
-    # runtime inlines and runs side by side.
+    # runtime runs side by side. Not inlined, graph optimization works on
+    # one copy of the search, not one a block: a Decoder's first batch
+    # 0.87x, later ones as fast. int8 searches are inlined: as calls their
+    # steps ran about 3% slower (docs/performance_log.md, 2026-11-28).
     # (Without AutoGraph: the searches' loops are tf.while_loops already.)
     block_search = tf.function(
         search_block, autograph=False,
+        experimental_attributes=None if plan.int8 else {"_noinline": True},
         input_signature=[tf.TensorSpec([None] + part.shape[1:], part.dtype)
                          for part in parts])
     blocks = balanced_blocks(inputs, plan.concurrent_searches)

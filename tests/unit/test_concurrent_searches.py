@@ -105,8 +105,11 @@ def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   names = {call.get_attr("f").name for call in calls}
   assert len(names) == 1
   library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+  search = library[names.pop()]
   assert any(node.op in ("While", "StatelessWhile")
-             for node in library[names.pop()].node_def)
+             for node in search.node_def)
+  # Kept a call: graph optimization works on one copy of the search.
+  assert search.attr["_noinline"].b
   # Neither call waits for the other: no path from one to the other.
   first, second = calls
 
