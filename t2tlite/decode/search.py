@@ -190,9 +190,10 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     outputs, scores = search_block(*parts)
   else:
     # Traced once, called once a block: independent calls, which the
-    # runtime runs side by side. Not inlined, graph optimization works on
-    # one copy of the search, not one a block: a Decoder's first batch
-    # 0.87x, later ones as fast. int8 searches are inlined: as calls their
+    # runtime runs side by side. Not inlined, each call's search is
+    # optimized on its own, the calls' side by side, not the copies one
+    # after the other in the inlined graph: a Decoder's first batch 0.87x
+    # on two cores, later ones as fast. int8's stay inlined: as calls their
     # steps ran about 3% slower (docs/performance_log.md, 2026-11-28).
     # (Without AutoGraph: the searches' loops are tf.while_loops already.)
     block_search = tf.function(

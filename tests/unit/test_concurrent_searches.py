@@ -108,7 +108,7 @@ def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
   search = library[names.pop()]
   assert any(node.op in ("While", "StatelessWhile")
              for node in search.node_def)
-  # Kept a call: graph optimization works on one copy of the search.
+  # Kept a call: each call's search is optimized on its own, side by side.
   assert search.attr["_noinline"].b
   # Neither call waits for the other: no path from one to the other.
   first, second = calls
