@@ -10,10 +10,13 @@ of lines.
     decoder = Decoder(model, vocab, settled, target_vocab)
     outputs, scores = decoder.decode_lines(lines)
 """
+import dataclasses
+
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
-from t2tlite.decode import machine, search
+from t2tlite.decode import machine, search, strategy
 from t2tlite.decode import prefix as prefix_lib
 from t2tlite.ids import EOS_ID, PAD_ID
 
@@ -49,9 +52,15 @@ def decode_strings(model, vocab, strings, settled, target_vocab=None,
   result = search.search_with_hparams(model, encode_inputs(vocab, strings),
                                       settled, constraint, search_weights,
                                       target_prefix)
+  return output_texts(target_vocab or vocab, strings, result,
+                      settled.hp.multiple_outputs)
+
+
+def output_texts(target_vocab, strings, result, multiple_outputs):
+  """`decode_strings`' result from the search's (`search.decode`) for
+  `strings`: its outputs as text, "" for a blank string."""
   ids, scores = result["outputs"], result["scores"]
-  target_vocab = target_vocab or vocab
-  if settled.hp.multiple_outputs:
+  if multiple_outputs:
     beams = tf.shape(ids)[1]
     flat = target_vocab.decode(tf.reshape(ids, [-1, tf.shape(ids)[2]]))
     text = tf.reshape(flat, [-1, beams])
@@ -61,6 +70,31 @@ def decode_strings(model, vocab, strings, settled, target_vocab=None,
     blank = tf.equal(tf.strings.strip(strings), "")
   return {"outputs": tf.where(blank, tf.constant(""), text),
           "scores": scores, "ids": ids}
+
+
+# An XLA search's inputs are padded to a multiple of this many tokens (and
+# their rows to a power of two), so that a few compiled shapes serve every
+# small batch (`Decoder`, decode hparam xla_lines).
+XLA_TOKEN_BUCKET = 16
+
+
+def xla_shape(rows, tokens):
+  """(rows, tokens) of the compiled search that decodes int32 [rows,
+  tokens] inputs: the next power of two, the next multiple of
+  XLA_TOKEN_BUCKET."""
+  return (1 << max(0, rows - 1).bit_length(),
+          -(-tokens // XLA_TOKEN_BUCKET) * XLA_TOKEN_BUCKET)
+
+
+def padded_for_xla(ids):
+  """int32 [rows, tokens] inputs (0-padded, EOS-ended) -> the same padded
+  to `xla_shape`: more PAD columns, and copies of the first row (which
+  end with it, so the search takes no more steps)."""
+  rows, tokens = xla_shape(*ids.shape)
+  padded = np.zeros([rows, tokens], np.int32)
+  padded[:ids.shape[0], :ids.shape[1]] = ids
+  padded[ids.shape[0]:, :ids.shape[1]] = ids[0]
+  return padded
 
 
 def output_ids(row):
@@ -78,8 +112,14 @@ class Decoder:
   The tf.function takes tf.string [None], so batches of any size and length
   reuse one graph, and the search's weights are made once, here
   (`search.fixed_search_weights`): a Decoder decodes with the weights the
-  model had when it was made. (Not XLA-compiled: the tensorflow-text
-  tokenizer ops have no XLA kernels; `search.decode` alone compiles.)
+  model had when it was made.
+
+  With decode hparam xla_lines, a greedy or beam batch of at most that
+  many lines (and no target prefixes) is tokenized in the graph, then
+  searched by `search.decode` compiled with XLA (the tensorflow-text ops
+  have no XLA kernels) over its ids padded to `xla_shape`, one compile a
+  shape: for small batches of small models the graph's per-op cost is
+  most of a step, and XLA fuses the ops. The outputs are the graph's.
 
   Args:
     model: a trained Transformer.
@@ -117,6 +157,45 @@ class Decoder:
         run, input_signature=[strings_spec,
                               tf.TensorSpec([None, None], tf.int32)],
         autograph=False)
+    self._xla_search = None
+    if self.hp.xla_lines:
+      self._xla_search = self._compiled_search(weights)
+
+  def _compiled_search(self, weights):
+    """(the graph's tokenizer, the XLA search over padded ids, the graph's
+    detokenizer) for `decode_batch`."""
+    model, hp = self.model, self.hp
+    # One search: a batch this small gains nothing from being split, and
+    # one XLA cluster runs its ops in order anyway.
+    plan = strategy.DecodePlan.from_settled(dataclasses.replace(
+        self.settled, hp=dataclasses.replace(hp, concurrent_searches=1)))
+    constraint = self.constraint
+    encode = tf.function(lambda strings: encode_inputs(self.vocab, strings),
+                         input_signature=[tf.TensorSpec([None], tf.string)],
+                         autograph=False)
+    compiled = tf.function(
+        lambda ids: search.decode(model, ids, plan, constraint, weights,
+                                  static_shapes=True),
+        jit_compile=True, autograph=False)
+    texts = tf.function(
+        lambda strings, result: output_texts(
+            self.target_vocab, strings, result, hp.multiple_outputs),
+        autograph=False)
+    return encode, compiled, texts
+
+  def _uses_xla(self, strings, prefixes):
+    return (self._xla_search is not None and not self.hp.sampling and
+            0 < len(strings) <= self.hp.xla_lines and
+            not (prefixes and any(p and p.strip() for p in prefixes)))
+
+  def _decode_with_xla(self, strings):
+    encode, compiled, texts = self._xla_search
+    strings = tf.constant(strings, tf.string)
+    ids = encode(strings).numpy()
+    rows = ids.shape[0]
+    result = compiled(tf.constant(padded_for_xla(ids)))
+    kept = {name: value[:rows] for name, value in result.items()}
+    return texts(strings, kept)
 
   def prefix_ids(self, strings, prefixes):
     """int32 [batch, longest prefix] of prefix texts (None, "": none).
@@ -150,7 +229,9 @@ class Decoder:
         EOS, a list of ints per input) as a third list.
     """
     strings = list(strings)
-    if prefixes is not None and any(p and p.strip() for p in prefixes):
+    if self._uses_xla(strings, prefixes):
+      result = self._decode_with_xla(strings)
+    elif prefixes is not None and any(p and p.strip() for p in prefixes):
       result = self._decode_with_prefix(
           tf.constant(strings, tf.string),
           self.prefix_ids(strings, prefixes))

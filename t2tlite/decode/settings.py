@@ -57,6 +57,13 @@ class DecodeHParams:
     sentence, whatever else shares its batch.
   num_samples: outputs sampled per input (each line then holds them all,
     as with return_beams).
+  xla_lines: a Decoder's batches of at most this many lines are searched
+    by an XLA-compiled search (`decoding.Decoder`): rows padded to 1, 2,
+    4, 8, ... and tokens to a multiple of 16 (`decoding`), one compile
+    (seconds) per shape, after which a small batch of a small model
+    decodes several times faster (BUILD_NOTES.md, "XLA for small
+    batches"). Greedy and beam search without target prefixes; sampling
+    and prefixed batches keep the graph. 0: never. Not with int8.
   """
   beam_size: int = 4
   alpha: float = 0.6
@@ -74,6 +81,7 @@ class DecodeHParams:
   epsilon: float = 0.0
   sampling_seed: int = 0
   num_samples: int = 1
+  xla_lines: int = 0
 
   def __post_init__(self):
     hparams_lib.check_field_types(self, "decode hparam")
@@ -82,11 +90,15 @@ class DecodeHParams:
         raise ValueError(f"decode hparam {name} must be >= 1, got "
                          f"{getattr(self, name)}")
     for name in ("alpha", "extra_length", "min_length",
-                 "no_repeat_ngram_size", "concurrent_searches"):
+                 "no_repeat_ngram_size", "concurrent_searches",
+                 "xla_lines"):
       if getattr(self, name) < 0:
         raise ValueError(f"decode hparam {name} must be >= 0, got "
                          f"{getattr(self, name)}")
     self._check_sampling()
+    if self.xla_lines and self.int8:
+      raise ValueError("decode hparam xla_lines needs int8=false: the int8 "
+                       "kernel has no XLA form")
 
   def _check_sampling(self):
     if self.sampling_temperature < 0:

@@ -153,6 +153,10 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   # request picks, `search.int8_or_float`).
   hp = _decode_hparams(decode_hparams,
                        run_dir.read_run_info(output_dir).problem)
+  if hp.xla_lines:
+    raise ValueError(f"decode hparam xla_lines={hp.xla_lines} is a "
+                     "Decoder's (t2t-decoder, t2t-serve on a run folder): an "
+                     "export's search is not XLA-compiled; leave it out")
   settled = machine.settle(hp, int8_per_call=True)
   run = run_decoding.load_run(output_dir, checkpoint_path,
                               dtype=precision_lib.KERAS_POLICY[precision])
