@@ -284,14 +284,6 @@ INPUTS = tf.constant([[5, 6, 7, 1, 0, 0], [8, 9, 10, 11, 12, 1],
                       [13, 1, 0, 0, 0, 0]], tf.int32)
 
 
-def test_beam_size_one_is_greedy(tiny_model):
-  # (A beam search of one beam finds what greedy search finds:
-  # test_cached_and_uncached_decoding_agree.) decode_ids routes
-  # beam_size=1 to greedy search (as tensor2tensor).
-  result = decode_ids(tiny_model, INPUTS, beam_size=1, extra_length=6)
-  assert result["outputs"].shape == (3, 12)
-
-
 def uncached_decode_step(model):
   """decode_step that reruns the teacher-forced model on the whole prefix.
 
@@ -398,6 +390,10 @@ def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
   assert laid_out.kernel.shape == (
       1, layer.feed_forward.d_ff, tiny_model.config.d_model)
   ids, scores = search()
+  # beam_size=1 is routed to greedy search (as tensor2tensor): one output
+  # of 6 + 6 ids per input. (A beam search of one beam finds what greedy
+  # search finds: test_cached_and_uncached_decoding_agree.)
+  assert ids.shape == (3, 12) and scores.shape == (3,)
   monkeypatch.setattr(transformer_module, "decoding_kernels",
                       lambda values, layers: {})
   assert not tiny_model.search_weights().kernels

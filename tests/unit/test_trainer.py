@@ -129,6 +129,28 @@ def _copy_of_run(float32_run, tmp_path):
   return output_dir
 
 
+@pytest.fixture(scope="module")
+def mode_runs(tmp_path_factory, strategy):
+  """mode_runs(mixed_precision, xla): the tiny model trained 3 steps as
+  float32_run is, in that mode, once per module: (its Trainer, its weights
+  before training, its folder). The float16 run's checkpoint is resumed in
+  float32 by test_a_run_resumed_before_its_plan_continues_the_plan."""
+  runs = {}
+
+  def run(mixed_precision, xla):
+    if (mixed_precision, xla) not in runs:
+      output_dir = str(tmp_path_factory.mktemp(mixed_precision or "xla"))
+      trainer = train_helpers.tiny_trainer(
+          output_dir, strategy, train_steps=3,
+          mixed_precision=mixed_precision, xla=xla)
+      initial = _weights(trainer)
+      trainer.train()
+      runs[mixed_precision, xla] = (trainer, initial, output_dir)
+    return runs[mixed_precision, xla]
+
+  return run
+
+
 # The same 3 steps from the same weights on the same batches as float32
 # (tolerances of about 3x the gaps measured on a Xeon with avx512_bf16):
 # each step's loss within LOSS_RTOL of float32's, and the weights where
@@ -140,18 +162,13 @@ def _copy_of_run(float32_run, tmp_path):
     ("bfloat16", False, 1e-3, 0.15), ("float16", False, 1e-3, 0.15),
     (None, True, 1e-5, 1e-4)])
 def test_mixed_precision_and_xla_train_as_float32_does(
-    tmp_path, strategy, float32_run, mixed_precision, xla, loss_rtol,
-    update_rtol):
+    float32_run, mode_runs, mixed_precision, xla, loss_rtol, update_rtol):
   initial, trained, float32_losses, _ = float32_run
-  output_dir = str(tmp_path)
-  trainer = train_helpers.tiny_trainer(
-      output_dir, strategy, train_steps=3, mixed_precision=mixed_precision,
-      xla=xla)
+  trainer, mode_initial, output_dir = mode_runs(mixed_precision, xla)
   if mixed_precision:
     assert trainer.model.dtype_policy.compute_dtype == mixed_precision
     assert all(w.dtype == "float32" for w in trainer.model.weights)
-  assert _distance(_weights(trainer), initial) == 0.0
-  trainer.train()
+  assert _distance(mode_initial, initial) == 0.0
   losses = train_helpers.read_scalars(output_dir)["loss"]
   assert sorted(losses) == [1, 2, 3]
   for step, loss in float32_losses.items():
@@ -162,12 +179,6 @@ def test_mixed_precision_and_xla_train_as_float32_does(
   if mixed_precision == "float16":
     assert isinstance(trainer.optimizer,
                       keras.optimizers.LossScaleOptimizer)
-    # The checkpoint resumes in float32 (the base optimizer is checkpointed,
-    # whatever the loss scaling).
-    resumed = train_helpers.tiny_trainer(output_dir, strategy, train_steps=4)
-    assert resumed.step == 3
-    resumed.train()
-    assert train_helpers.latest_step(output_dir) == 4
 
 
 def test_evaluation_metrics_and_summaries(tmp_path, strategy):
@@ -359,13 +370,16 @@ def test_a_ceiling_ends_a_budgeted_run_of_a_fast_machine(tmp_path, strategy,
 
 
 def test_a_run_resumed_before_its_plan_continues_the_plan(tmp_path, strategy,
-                                                         float32_run):
+                                                         mode_runs):
   # A checkpoint older than the plan in run.json (a process preempted while
   # timing its steps, the next one planned and was lost before saving): the
   # resumed run trains to the plan's end, neither re-planning (its clock is
   # not the planning process's) nor summarising a plan it did not make.
+  # The checkpoint is the float16 run's: it resumes in float32 (the base
+  # optimizer is checkpointed, whatever the loss scaling).
   from t2tlite.train import budget
-  output_dir = _copy_of_run(float32_run, tmp_path)
+  output_dir = str(tmp_path / "run")
+  shutil.copytree(mode_runs("float16", False)[2], output_dir)
   run_json = pathlib.Path(output_dir) / "run.json"
   run_json.write_text("{}")
   plan = budget.Plan(train_minutes=1.0, train_steps=40, planned_at_step=8,
@@ -378,5 +392,6 @@ def test_a_run_resumed_before_its_plan_continues_the_plan(tmp_path, strategy,
   assert trainer.step == 3
   trainer.train()
   assert trainer.step == 40
+  assert train_helpers.latest_step(output_dir) == 40
   assert trainer.config.plan == plan
   assert json.loads(run_json.read_text())["plan"] == plan.to_json()
