@@ -2,6 +2,9 @@
 errors, progress while training, a plugin model through t2t-trainer and
 t2t-decoder, the decoder's warning on inputs longer than training; and CI
 runs the README's test command."""
+import contextlib
+import importlib
+import io
 import json
 import pathlib
 import re
@@ -12,6 +15,7 @@ import sys
 import pytest
 
 from user_env import clean_env
+import command_flags
 import require_all
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -143,12 +147,13 @@ def test_noise_detection_sees_tensorflow_lines():
 
 
 @pytest.mark.timeout(180)
-def test_precision_check_keeps_its_measurement(tmp_path, monkeypatch):
+def test_precision_check_keeps_its_measurement(tmp_path, monkeypatch,
+                                               capsys):
   """`python -m t2tlite.precision` prints auto's choice and only its own
   lines; on a CPU with a bfloat16 flag another process (this one) reads
   the kept speedup (a figure written in its place) instead of measuring,
-  and --remeasure measures it again."""
-  from t2tlite import bfloat16_check, hardware
+  and --remeasure (here, in this process) measures it again."""
+  from t2tlite import bfloat16_check, hardware, precision
   env = dict(clean_env(), T2TLITE_CACHE_DIR=str(tmp_path))
   checks = lambda *args: subprocess.run(
       [sys.executable, "-m", "t2tlite.precision", *args], env=env,
@@ -174,12 +179,25 @@ def test_precision_check_keeps_its_measurement(tmp_path, monkeypatch):
   def measure():
     raise AssertionError("measured the bfloat16 speedup again")
 
+  measured = bfloat16_check.bfloat16_speedup
   monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
   monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", measure)
   device = hardware.describe_device.__wrapped__()
   assert device.bfloat16_speedup == 99.0
   assert device.measured.endswith(f"kept in {kept}")
-  assert "speedup: 99.0x" not in checks("--remeasure").stdout
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", measured)
+  # main's describe_device is cached by its arguments: measured afresh here,
+  # and recomputed (from the machine's own kept figure) when next asked.
+  hardware.describe_device.cache_clear()
+  try:
+    capsys.readouterr()
+    precision.main(["--remeasure"])
+    remeasured = capsys.readouterr().out
+  finally:
+    hardware.describe_device.cache_clear()
+  assert re.search(r"^bfloat16 matmul speedup: .+x \(auto needs", remeasured,
+                   re.M), remeasured
+  assert "speedup: 99.0x" not in remeasured
   assert list(json.loads(kept.read_text()).values())[0]["speedup"] < 99
 
 
@@ -345,40 +363,69 @@ def obeys(line, output):
       d.isdigit() and len(d) == 1 for d in output)
 
 
+def old_run_folder(output_dir, folder):
+  """A copy of run `output_dir` in `folder` whose run.json lacks the
+  longest training example, as written before run.json recorded it."""
+  # A copy: the module's other tests read the run's own run.json.
+  shutil.copytree(output_dir, folder)
+  saved = json.loads((folder / "run.json").read_text())
+  del saved["longest_train_example"]
+  (folder / "run.json").write_text(json.dumps(saved))
+  return folder
+
+
+@contextlib.contextmanager
+def command_module(name):
+  """Yields command module `name` imported in this process; then removes
+  the flags it defined and forgets it (tests/support/command_flags.py), so
+  that a later import of any command defines its flags again."""
+  from absl import flags
+  modules_before, flags_before = set(sys.modules), set(flags.FLAGS)
+  try:
+    yield importlib.import_module(name)
+  finally:
+    for flag in set(flags.FLAGS) - flags_before:
+      delattr(flags.FLAGS, flag)
+    command_flags._forget_command_modules(modules_before)
+
+
 @pytest.fixture(scope="module")
-def plugin_decodes(plugin_run, tmp_path_factory):
-  """t2t-decoder on DECODED_LINES, without --t2t_usr_dir (the plugin folder
-  is read from run.json): {"new": greedy on the run, "old": beam_size=3 on
-  a copy whose run.json lacks the longest training example, as written
-  before run.json recorded it}; each a CompletedProcess."""
+def plugin_decodes(plugin_run, plugin_loaded, tmp_path_factory):
+  """DECODED_LINES decoded: {"new": t2t-decoder, greedy, without
+  --t2t_usr_dir (the plugin folder is read from run.json), a
+  CompletedProcess; "old": beam_size=3 in this process on a copy of the run
+  whose run.json lacks the longest training example (old_run_folder), as
+  t2t-decoder loads it: (outputs, what its length warning wrote)}."""
+  from t2tlite import problem_decoding, run_decoding
+  from t2tlite.decode import machine
   output_dir, _ = plugin_run
   tmp = tmp_path_factory.mktemp("plugin_decodes")
   source = tmp / "in.txt"
   source.write_text("".join(line + "\n" for line in DECODED_LINES))
-  # A copy: the module's other tests read the run's own run.json.
-  old_run = tmp / "old_run"
-  shutil.copytree(output_dir, old_run)
-  saved = json.loads((old_run / "run.json").read_text())
-  del saved["longest_train_example"]
-  (old_run / "run.json").write_text(json.dumps(saved))
-  runs = {"new": (output_dir, "beam_size=1"), "old": (old_run, "beam_size=3")}
-  started = {key: subprocess.Popen(
-      [str(BIN / "t2t-decoder"), f"--output_dir={folder}",
-       f"--decode_from_file={source}", f"--decode_hparams={hparams}"],
+  started = subprocess.Popen(
+      [str(BIN / "t2t-decoder"), f"--output_dir={output_dir}",
+       f"--decode_from_file={source}", "--decode_hparams=beam_size=1"],
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-      env=clean_env()) for key, (folder, hparams) in runs.items()}
-  results = {}
-  try:
-    for key, process in started.items():
-      stdout, stderr = process.communicate(timeout=300)
-      results[key] = subprocess.CompletedProcess(
-          process.args, process.returncode, stdout, stderr)
-      assert process.returncode == 0, f"{key}:\n{stderr[-3000:]}"
+      env=clean_env())
+  try:  # while the command runs
+    old = run_decoding.load_run(str(old_run_folder(output_dir,
+                                                   tmp / "old_run")))
+    warned = io.StringIO()
+    with command_module("t2tlite.bin.t2t_decoder") as decoder_command, \
+         contextlib.redirect_stderr(warned):
+      decoder_command._LengthWarning(
+          old.vocab, old.info.longest_train_example).check(DECODED_LINES)
+    decoder = old.decoder(machine.settle(problem_decoding.decode_hparams(
+        old.info.problem, "beam_size=3")))
+    outputs, _ = decoder.decode_lines(DECODED_LINES, progress=False)
+    stdout, stderr = started.communicate(timeout=300)
   finally:
-    for process in started.values():
-      if process.poll() is None:
-        process.kill()
-  return results
+    if started.poll() is None:
+      started.kill()
+  new = subprocess.CompletedProcess(started.args, started.returncode, stdout,
+                                    stderr)
+  assert new.returncode == 0, new.stderr[-3000:]
+  return {"new": new, "old": (outputs, warned.getvalue())}
 
 
 @pytest.mark.timeout(420)
@@ -397,21 +444,23 @@ def test_decoder_warns_once_on_inputs_longer_than_training(plugin_run,
   assert len(run.stdout.splitlines()) == len(DECODED_LINES)
   assert not noise(run.stderr), run.stderr[:3000]
   # A run folder written before run.json recorded the length: no warning.
-  old = plugin_decodes["old"]
-  assert "warning" not in old.stderr
-  assert len(old.stdout.splitlines()) == len(DECODED_LINES)
+  outputs, warned = plugin_decodes["old"]
+  assert warned == ""
+  assert len(outputs) == len(DECODED_LINES)
 
 
 @pytest.mark.timeout(420)
 def test_a_plugin_problem_constrains_t2t_decoder(plugin_decodes,
                                                  plugin_loaded):
   # The model trained 4 steps; its outputs obey only by the constraint,
-  # greedy and beam_size=3 through t2t-decoder, and constrained=false (in
-  # this process, on the same run) lets them go.
+  # greedy through t2t-decoder and beam_size=3 (in this process, as
+  # t2t-decoder loads the run), and constrained=false (in this process,
+  # on the same run) lets them go.
   from t2tlite import problem_decoding
   from t2tlite.decode import machine
-  for key in ("new", "old"):
-    outputs = dict(zip(DECODED_LINES, plugin_decodes[key].stdout.splitlines()))
+  for key, decoded in (("new", plugin_decodes["new"].stdout.splitlines()),
+                       ("old", plugin_decodes["old"][0])):
+    outputs = dict(zip(DECODED_LINES, decoded))
     pairs = [(line, outputs[line]) for line in SHORT_LINES]
     assert all(obeys(line, out) for line, out in pairs), (key, pairs)
   decoder = plugin_loaded.decoder(machine.settle(

@@ -76,10 +76,14 @@ def test_sampled_lines_do_not_depend_on_their_batch(trained):
       assert scores[i] == pytest.approx(alone_scores[0], abs=1e-3)
 
 
+def decoder_command(*args):
+  """t2t-decoder's command line, run as `python -m`."""
+  return [sys.executable, "-m", "t2tlite.bin.t2t_decoder", *args]
+
+
 def run_decoder(*args, stdin=None):
-  return subprocess.run([sys.executable, "-m", "t2tlite.bin.t2t_decoder",
-                         *args], input=stdin, capture_output=True, text=True,
-                        env=user_env())
+  return subprocess.run(decoder_command(*args), input=stdin,
+                        capture_output=True, text=True, env=user_env())
 
 
 @pytest.mark.timeout(180)
@@ -259,19 +263,34 @@ def test_t2t_decoder_target_prefix_file(trained, tmp_path):
   source.write_text("\n".join(lines) + "\n", encoding="utf-8")
   prefix_file.write_text("\n".join(prefixes) + "\n", encoding="utf-8")
   decode = "--decode_hparams=sampling_temperature=0.7,sampling_seed=2"
-  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
-                    f"--target_prefix_file={prefix_file}", decode)
-  assert run.returncode == 0, run.stderr
-  outputs = run.stdout.splitlines()
+  # One prefix a line, or a one-line error naming the flag: exit code 1,
+  # no traceback. Both commands at once, each with its own prefix file.
+  short_file = tmp_path / "short_prefix.de"
+  short_file.write_text("Ein Hund\n", encoding="utf-8")
+  runs = {"prefixes": [decode, f"--target_prefix_file={prefix_file}"],
+          "short": [f"--target_prefix_file={short_file}"]}
+  started = {key: subprocess.Popen(
+      decoder_command(f"--output_dir={folder}",
+                      f"--decode_from_file={source}", *args),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+      env=user_env()) for key, args in runs.items()}
+  results = {}
+  try:
+    for key, process in started.items():
+      stdout, stderr = process.communicate(timeout=170)
+      results[key] = (process.returncode, stdout, stderr)
+  finally:
+    for process in started.values():
+      if process.poll() is None:
+        process.kill()
+  code, stdout, stderr = results["prefixes"]
+  assert code == 0, stderr
+  outputs = stdout.splitlines()
   assert outputs[0].startswith("Ein Hund") and outputs[1] == ""
   assert outputs[3].startswith("Zwei")
-  # One prefix a line, or a one-line error naming the flag: exit code 1,
-  # no traceback.
-  prefix_file.write_text("Ein Hund\n", encoding="utf-8")
-  run = run_decoder(f"--output_dir={folder}", f"--decode_from_file={source}",
-                    f"--target_prefix_file={prefix_file}")
-  assert run.returncode == 1, run.stderr[-3000:]
-  assert "Traceback" not in run.stderr
-  assert run.stderr.strip().splitlines()[-1] == (
-      f"t2t-decoder: error: --target_prefix_file={prefix_file}: 1 lines, "
+  code, _, stderr = results["short"]
+  assert code == 1, stderr[-3000:]
+  assert "Traceback" not in stderr
+  assert stderr.strip().splitlines()[-1] == (
+      f"t2t-decoder: error: --target_prefix_file={short_file}: 1 lines, "
       "expected one per --decode_from_file line (4)")

@@ -6,6 +6,7 @@ what does not fit fails in one line and writes nothing; a vocabulary of
 other ids, mapped by piece, decodes as the parent does."""
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -92,46 +93,60 @@ def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
     assert json.load(f)["parent"] == lineage
 
 
-def test_what_does_not_fit_fails_in_one_line_and_writes_nothing(parent,
-                                                                tmp_path):
+@pytest.fixture(scope="module")
+def permuted_data(parent, tmp_path_factory):
+  """A data_dir (read it only) of the problem encoded with another
+  vocabulary: the parent's pieces under other ids."""
   run, _ = parent
-  data, vocab = str(tmp_path / "data"), str(tmp_path / "permuted.model")
-  # Another vocabulary: the parent's pieces under other ids.
+  folder = tmp_path_factory.mktemp("permuted")
+  data, vocab = str(folder / "data"), str(folder / "permuted.model")
   permuted_vocab.permuted_copy(os.path.join(run, "vocab.model"), vocab)
   problem_lib.get_problem(PROBLEM).generate_data(data, vocab_from=vocab)
+  return data
+
+
+def test_what_does_not_fit_fails_in_one_line_and_writes_nothing(
+    parent, permuted_data, tmp_path):
+  run, _ = parent
+  data = permuted_data
   cases = {
-      "vocab": ([], "the parent's vocabulary "
+      "vocab": ([f"--data_dir={data}"], "the parent's vocabulary "
                 f"{os.path.join(run, 'vocab.model')} differs from this run's "
                 f"{os.path.join(data, 'vocab.algorithmic_reverse.model')}"),
-      "shape": (["--vocab_from=" + run, "--generate_data",
+      # Data of its own, generated with the parent's vocabulary.
+      "shape": ([f"--data_dir={tmp_path / 'shape_data'}",
+                 "--vocab_from=" + run, "--generate_data",
                  f"--hparams={HPARAMS},d_model=48,d_k=24,d_v=24"],
                 "embedding/embeddings is [24, 32] there and [24, 48] in "
                 "this model"),
   }
-  for name, (extra, expected) in cases.items():
-    output_dir = str(tmp_path / name)
-    code, output = train_helpers.run(
-        [train_helpers.console_script("t2t-trainer"), f"--problem={PROBLEM}",
-         "--hparams_set=transformer_tiny", f"--hparams={HPARAMS}",
-         f"--data_dir={data}", f"--output_dir={output_dir}",
-         f"--warm_start_from={run}", "--train_steps=1", *extra], timeout=300)
-    errors = [line for line in output.splitlines()
-              if line.startswith("t2t-trainer: error:")]
-    assert code == 1 and len(errors) == 1, output
-    assert expected in errors[0], (name, output)
-    assert not os.path.exists(output_dir), (name, os.listdir(output_dir))
+  # Both at once: each fails on its own, before training.
+  with train_helpers.processes() as started:
+    for name, (extra, _) in cases.items():
+      started.append(subprocess.Popen(
+          [train_helpers.console_script("t2t-trainer"), f"--problem={PROBLEM}",
+           "--hparams_set=transformer_tiny", f"--hparams={HPARAMS}",
+           f"--output_dir={tmp_path / name}", f"--warm_start_from={run}",
+           "--train_steps=1", *extra],
+          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for (name, (_, expected)), proc in zip(cases.items(), started):
+      output, _ = proc.communicate(timeout=300)
+      errors = [line for line in output.splitlines()
+                if line.startswith("t2t-trainer: error:")]
+      assert proc.returncode == 1 and len(errors) == 1, output
+      assert expected in errors[0], (name, output)
+      output_dir = str(tmp_path / name)
+      assert not os.path.exists(output_dir), (name, os.listdir(output_dir))
 
 
-def test_a_mapped_vocabulary_decodes_as_the_parent(parent, tmp_path):
+def test_a_mapped_vocabulary_decodes_as_the_parent(parent, permuted_data,
+                                                    tmp_path):
   """The child's vocabulary holds the parent's pieces under other ids."""
   run, last = parent
-  vocab = str(tmp_path / "permuted.model")
-  permuted_vocab.permuted_copy(os.path.join(run, "vocab.model"), vocab)
-  data, child = str(tmp_path / "data"), str(tmp_path / "child")
-  problem_lib.get_problem(PROBLEM).generate_data(data, vocab_from=vocab)
+  data, child = permuted_data, str(tmp_path / "child")
   # The dev metric saves the warm-started weights as ckpt-0 to decode them.
-  _trainer(data, child, f"--warm_start_from={run}",
-                    "--warm_start_map_vocab", "--schedule=evaluate")
+  _trainer(data, child, f"--warm_start_from={run}", "--warm_start_map_vocab",
+           "--schedule=evaluate")
   assert _last_metrics(child)["exact_match"] == last["exact_match"]
   # Decoded in-process as t2t-decoder does (its default settings, float32).
   lines = ["1 2 3 4 5", "9 8 7", "4 4 6 1 2 3 8", "3 1"]
