@@ -7,6 +7,8 @@ the same lines, same model, same sitting.
     python bench/serve_load.py ... [--overload_clients=128]
         [--overload_secs=5] [--overload_repeats=1] [--rounds=0]
         [--serve_flags="--nowarm_up_full_batch ..."]
+    python bench/serve_load.py --output_dir=RUN_FOLDER \
+        --request_decode_hparams=beam_size=4,alpha=0.6,xla_lines=16
 
 Exports the run folder (or, with --hparams_set, a randomly initialised
 model of that set with a vocabulary trained on the lines, as
@@ -28,6 +30,11 @@ alternating in one sitting:
     clients (client i sends lines i, i + clients, ...). Each client keeps
     its HTTP/1.1 connection open from request to request, as a load
     balancer does (--new_connections: a new one a request).
+
+With --request_decode_hparams every request asks for those decode
+hparams, which t2t-serve decodes from the run folder (a Decoder, e.g. with
+xla_lines) rather than the SavedModel; the offline rates stay the export's
+search.
 
 After the rounds, the overload (--overload_clients, default 128; 0:
 none; --overload_repeats times, default once) against the same server
@@ -89,11 +96,19 @@ from t2tlite.decode.machine import (  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 
 
+# Fields every translate request carries besides its line: with
+# --request_decode_hparams, {"decode_hparams": ...} (set once, by main).
+REQUEST_FIELDS = {}
+
+
+def request_body(line):
+  return json.dumps(dict(REQUEST_FIELDS, lines=[line])).encode()
+
+
 def post(url, line, timeout=300):
   """(status, translation or None, seconds) of one one-line request."""
   request = urllib.request.Request(
-      url + "api/translate", method="POST",
-      data=json.dumps({"lines": [line]}).encode(),
+      url + "api/translate", method="POST", data=request_body(line),
       headers={"Content-Type": "application/json"})
   start = time.perf_counter()
   try:
@@ -126,7 +141,7 @@ class Client:
   def post(self, line):
     if self._new:
       return post(self._url, line, self._timeout)
-    body = json.dumps({"lines": [line]}).encode()
+    body = request_body(line)
     start = time.perf_counter()
     for attempt in range(2):
       reused = self._connection is not None
@@ -439,7 +454,14 @@ def main():
                       "requests and the settled memory.")
   parser.add_argument("--after_requests", type=int, default=8,
                       help="Normal requests after the overload.")
+  parser.add_argument("--request_decode_hparams", default="",
+                      help="Decode hparams each request asks for (e.g. "
+                      "--decode_hparams' with xla_lines=16): the server "
+                      "then decodes them from the run folder, not the "
+                      "SavedModel. Default: none (the export's).")
   args = parser.parse_args()
+  if args.request_decode_hparams:
+    REQUEST_FIELDS["decode_hparams"] = args.request_decode_hparams
   if bool(args.output_dir) == bool(args.hparams_set):
     parser.error("give one of --output_dir and --hparams_set")
   levels = [int(c) for c in args.clients.split(",")]
@@ -494,6 +516,7 @@ def main():
       exit_status = proc.wait(timeout=120)
     print(json.dumps({
         "saved_model_decode_hparams": args.decode_hparams,
+        "request_decode_hparams": args.request_decode_hparams or None,
         "model": args.output_dir or args.hparams_set, "lines": len(lines),
         "connections": "new" if args.new_connections else "kept",
         "serve_flags": args.serve_flags,
