@@ -180,7 +180,7 @@ class Decoder:
     texts = tf.function(
         lambda strings, result: output_texts(
             self.target_vocab, strings, result, hp.multiple_outputs),
-        autograph=False)
+        autograph=False, reduce_retracing=True)
     return encode, compiled, texts
 
   def _uses_xla(self, strings, prefixes):

@@ -61,9 +61,9 @@ class DecodeHParams:
     by an XLA-compiled search (`decoding.Decoder`): rows padded to 1, 2,
     4, 8, ... and tokens to a multiple of 16 (`decoding`), one compile
     (seconds) per shape, after which a small batch of a small model
-    decodes several times faster (BUILD_NOTES.md, "XLA for small
-    batches"). Greedy and beam search without target prefixes; sampling
-    and prefixed batches keep the graph. 0: never. Not with int8.
+    decodes several times faster (docs/decoding.md, "Small batches with
+    XLA"). Greedy and beam search without target prefixes; sampling and
+    prefixed batches keep the graph. 0: never. Not with int8.
   """
   beam_size: int = 4
   alpha: float = 0.6
