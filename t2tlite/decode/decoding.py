@@ -183,10 +183,11 @@ class Decoder:
         autograph=False, reduce_retracing=True)
     return encode, compiled, texts
 
-  def _uses_xla(self, strings, prefixes):
+  def _uses_xla(self, lines):
+    """Whether a batch of `lines` lines without prefixes is searched with
+    XLA (decode hparam xla_lines; greedy and beam search)."""
     return (self._xla_search is not None and not self.hp.sampling and
-            0 < len(strings) <= self.hp.xla_lines and
-            not (prefixes and any(p and p.strip() for p in prefixes)))
+            0 < lines <= self.hp.xla_lines)
 
   def _decode_with_xla(self, strings):
     encode, compiled, texts = self._xla_search
@@ -229,9 +230,10 @@ class Decoder:
         EOS, a list of ints per input) as a third list.
     """
     strings = list(strings)
-    if self._uses_xla(strings, prefixes):
+    prefixed = prefixes is not None and any(p and p.strip() for p in prefixes)
+    if not prefixed and self._uses_xla(len(strings)):
       result = self._decode_with_xla(strings)
-    elif prefixes is not None and any(p and p.strip() for p in prefixes):
+    elif prefixed:
       result = self._decode_with_prefix(
           tf.constant(strings, tf.string),
           self.prefix_ids(strings, prefixes))
