@@ -13,7 +13,9 @@ JSON line per round and the medians of milliseconds per call.
 """
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
 # Lines of the quick start's problem (algorithmic_reverse): digits.
@@ -25,6 +27,13 @@ def timed(decoder, batch, calls):
   for _ in range(calls):
     decoder.decode_batch(batch)
   return (time.perf_counter() - start) / calls * 1e3
+
+
+def threads_as_t2t_decoder(settled):
+  """Whether `settle` set TensorFlow's threads as t2t-decoder does (it
+  sets none for one search, or where TF_NUM_INTRAOP_THREADS is set)."""
+  return (settled.threads_per_search is not None or settled.hp.concurrent_searches <= 1
+          or bool(os.environ.get("TF_NUM_INTRAOP_THREADS")))
 
 
 def main():
@@ -42,13 +51,18 @@ def main():
   from serve_load import run_decoder
   from t2tlite import problem_decoding, run_dir
   from t2tlite.decode.machine import settle
-  print(json.dumps(machine()), flush=True)
   problem = run_dir.read_run_info(args.output_dir).problem
   decoders = {}
   for name, extra in (("graph", ""), ("xla", f",xla_lines={args.xla_lines}")):
     settled = settle(problem_decoding.decode_hparams(
         problem, args.decode_hparams + extra), set_threads=not decoders)
+    if not decoders and not threads_as_t2t_decoder(settled):
+      sys.exit("small_batches.py: TensorFlow started before the decoders "
+               "set its threads; the graph would run unlike t2t-decoder's")
     decoders[name] = run_decoder(args.output_dir, settled)
+  # After the first settle: the threads are set before TensorFlow's first
+  # op (machine()'s matmul would otherwise leave them at the default).
+  print(json.dumps(machine()), flush=True)
   sizes = [int(n) for n in args.lines.split(",")]
   batches = {n: (LINES * n)[:n] for n in sizes}
   for name, decoder in decoders.items():
