@@ -9,7 +9,9 @@ TensorFlow's threads as t2t-decoder sets them: it loads the model, builds
 a `Decoder`, then times one batch of one line (the trace and the run) and
 one batch of two lines of other lengths (a new shape, no new trace).
 Prints JSON lines: the machine (bench/export_latency.py's), one line a run,
-then the medians.
+then the medians. XLA's compiled searches are kept as the commands keep
+them (`t2tlite.xla_cache`): with xla_lines, a run loads what an earlier
+one compiled.
 """
 import argparse
 import json
@@ -24,6 +26,8 @@ NEXT_LINES = ["1 2 3 4 5 6", "1 2"]
 
 def one_run(output_dir, decode_hparams):
   """{"first_s", "next_s"} of a Decoder in this process."""
+  from t2tlite import xla_cache
+  xla_cache.install()  # as the commands: XLA's compiled searches kept
   from serve_load import run_decoder  # sets oneDNN before TensorFlow loads
   from t2tlite import problem_decoding, run_dir
   from t2tlite.decode.machine import settle

@@ -22,19 +22,18 @@ import time
 
 from absl import logging
 
+from t2tlite import files
+
 # Environment variable naming the folder of the measured-speedup file
 # (default $XDG_CACHE_HOME/t2tlite, or ~/.cache/t2tlite).
-CACHE_DIR_ENV = "T2TLITE_CACHE_DIR"
+CACHE_DIR_ENV = files.CACHE_DIR_ENV
 
 
 def speedup_cache_path():
   """The JSON file of measured bfloat16 speedups: {machine key: {"speedup":
   float, "date": "YYYY-MM-DD"}} in $T2TLITE_CACHE_DIR, else
   $XDG_CACHE_HOME/t2tlite, else ~/.cache/t2tlite."""
-  folder = os.environ.get(CACHE_DIR_ENV) or os.path.join(
-      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-      "t2tlite")
-  return os.path.join(folder, "bfloat16_speedup.json")
+  return os.path.join(files.cache_folder(), "bfloat16_speedup.json")
 
 
 def machine_key(device):

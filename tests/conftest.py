@@ -19,6 +19,12 @@ import t2tlite  # noqa: F401
 if os.environ.get("PYTEST_XDIST_WORKER"):
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
+# No test reads XLA's compiled searches kept by an earlier run, nor leaves
+# its own in the user's cache: the commands' persistent XLA cache
+# (t2tlite.xla_cache) is off here, as a user turns it off, except where
+# test_xla_cache.py gives its commands a folder of their own.
+os.environ.setdefault("TF_XLA_FLAGS", "--tf_xla_persistent_cache_directory=")
+
 from corpora import multi30k_raw_folder
 import require_all
 import suite_clock

@@ -16,6 +16,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from t2tlite import xla_cache
 from t2tlite.decode import machine, search, strategy
 from t2tlite.decode import prefix as prefix_lib
 from t2tlite.ids import EOS_ID, PAD_ID
@@ -158,6 +159,7 @@ class Decoder:
                               tf.TensorSpec([None, None], tf.int32)],
         autograph=False)
     self._xla_search = None
+    self._xla_failed = set()  # shapes (rows, tokens) XLA failed on
     if self.hp.xla_lines:
       self._xla_search = self._compiled_search(weights)
 
@@ -173,9 +175,11 @@ class Decoder:
     encode = tf.function(lambda strings: encode_inputs(self.vocab, strings),
                          input_signature=[tf.TensorSpec([None], tf.string)],
                          autograph=False)
+    # Traced once for ids of any shape; XLA compiles each shape it meets.
     compiled = tf.function(
         lambda ids: search.decode(model, ids, plan, constraint, weights,
                                   static_shapes=True),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
         jit_compile=True, autograph=False)
     texts = tf.function(
         lambda strings, result: output_texts(
@@ -190,11 +194,30 @@ class Decoder:
             0 < lines <= self.hp.xla_lines)
 
   def _decode_with_xla(self, strings):
+    """The XLA route's result for `strings`, or None where XLA failed on
+    their shape (then and for later batches of it, the graph decodes)."""
     encode, compiled, texts = self._xla_search
     strings = tf.constant(strings, tf.string)
     ids = encode(strings).numpy()
     rows = ids.shape[0]
-    result = compiled(tf.constant(padded_for_xla(ids)))
+    padded = padded_for_xla(ids)
+    if padded.shape in self._xla_failed:
+      return None
+    try:
+      result = compiled(tf.constant(padded))
+    except tf.errors.OpError as error:
+      # XLA speeds a search up; its failure (a damaged entry of the
+      # persistent cache, a cache folder that filled up) must not stop one.
+      self._xla_failed.add(padded.shape)
+      cache = xla_cache.in_use()
+      logging.warning(
+          "decode hparam xla_lines: the XLA search of a %dx%d batch failed "
+          "(%s: %s); such batches are searched in the graph instead.%s",
+          *padded.shape, type(error).__name__,
+          str(error).splitlines()[0] if str(error) else "",
+          f" If {cache} (XLA's cache of compiled searches) holds a damaged "
+          "entry, remove that folder." if cache else "")
+      return None
     kept = {name: value[:rows] for name, value in result.items()}
     return texts(strings, kept)
 
@@ -231,13 +254,14 @@ class Decoder:
     """
     strings = list(strings)
     prefixed = prefixes is not None and any(p and p.strip() for p in prefixes)
+    result = None
     if not prefixed and self._uses_xla(len(strings)):
       result = self._decode_with_xla(strings)
-    elif prefixed:
+    if result is None and prefixed:
       result = self._decode_with_prefix(
           tf.constant(strings, tf.string),
           self.prefix_ids(strings, prefixes))
-    else:
+    elif result is None:
       result = self._decode(tf.constant(strings, tf.string))
     outputs = result["outputs"].numpy().tolist()
     if self.hp.multiple_outputs:

@@ -54,7 +54,7 @@ RANKS = [
               "t2tlite.hparams_lib", "t2tlite.hardware",
               "t2tlite.bfloat16_check", "t2tlite.onednn",
               "t2tlite.precision", "t2tlite.quiet", "t2tlite.lean_start",
-              "t2tlite.import_hooks")},
+              "t2tlite.import_hooks", "t2tlite.xla_cache")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
     {"models": ("t2tlite.models",), "evaluate": ("t2tlite.evaluate",)},
