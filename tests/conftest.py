@@ -23,7 +23,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # its own in the user's cache: the commands' persistent XLA cache
 # (t2tlite.xla_cache) is off here, as a user turns it off, except where
 # test_xla_cache.py gives its commands a folder of their own.
-os.environ.setdefault("TF_XLA_FLAGS", "--tf_xla_persistent_cache_directory=")
+from t2tlite import xla_cache  # noqa: E402
+
+if xla_cache.named_folder(os.environ.get(xla_cache.ENV, "")) is None:
+  os.environ[xla_cache.ENV] = (
+      os.environ.get(xla_cache.ENV, "") + f" {xla_cache.FLAG}=").strip()
 
 from corpora import multi30k_raw_folder
 import require_all
