@@ -53,13 +53,29 @@ def cpu_kind():
   return f"{platform.machine()}-{digest}"
 
 
+# The distributions TensorFlow is installed from.
+TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu",
+                            "tensorflow-intel", "tf-nightly")
+
+
+def tensorflow_version():
+  """The installed TensorFlow's version, read without importing it, or
+  None where no known distribution of it is installed."""
+  for name in TENSORFLOW_DISTRIBUTIONS:
+    try:
+      return metadata.version(name)
+    except metadata.PackageNotFoundError:
+      continue
+  return None
+
+
 def folder():
   """The cache of this TensorFlow version on this kind of CPU:
-  <t2tlite's cache folder>/xla/tf-<version>-<cpu_kind()>."""
-  try:
-    version = metadata.version("tensorflow")
-  except metadata.PackageNotFoundError:
-    version = "unknown"
+  <t2tlite's cache folder>/xla/tf-<version>-<cpu_kind()>, or None where
+  the version is unknown (no folder could tell versions apart)."""
+  version = tensorflow_version()
+  if version is None:
+    return None
   return os.path.join(files.cache_folder(), "xla",
                       f"tf-{version}-{cpu_kind()}")
 
@@ -79,14 +95,14 @@ def install():
 
   Returns:
     the folder in use ("" for none): the user's, ours, or "" where ours
-    cannot be created or written.
+    cannot be made or written, or TensorFlow's version is unknown.
   """
   flags = os.environ.get(ENV, "")
   named = named_folder(flags)
   if named is not None:
     return named
   path = folder()
-  if not _can_make(path):
+  if path is None or not _can_make(path):
     return ""
   os.environ[ENV] = f"{flags} {FLAG}={path}".strip()
   return path

@@ -55,6 +55,17 @@ def test_install_leaves_out_a_folder_it_cannot_make(monkeypatch, tmp_path):
   assert os.environ[xla_cache.ENV] == "--tf_xla_auto_jit=0"
 
 
+def test_install_leaves_it_out_where_the_version_is_unknown(monkeypatch,
+                                                            tmp_path):
+  # A folder of no known TensorFlow version could hold another's programs.
+  monkeypatch.delenv(xla_cache.ENV, raising=False)
+  monkeypatch.setenv("T2TLITE_CACHE_DIR", str(tmp_path))
+  monkeypatch.setattr(xla_cache, "TENSORFLOW_DISTRIBUTIONS",
+                      ("no-such-distribution",))
+  assert xla_cache.install() == ""
+  assert xla_cache.ENV not in os.environ
+
+
 def graph_outputs(folder, lines):
   """The graph's greedy outputs of the run folder's model, in process."""
   model, info, _ = run_dir.load_trained_model(folder)
