@@ -115,7 +115,7 @@ class Device:
     return f"CPU {self.cpu_model} {has}"
 
 
-def _cpuinfo(path="/proc/cpuinfo"):
+def cpuinfo(path="/proc/cpuinfo"):
   """{field: value} of the first processor in /proc/cpuinfo ({} elsewhere)."""
   fields = {}
   try:
@@ -172,7 +172,7 @@ def describe_device(remeasure=False):
   CPU with a bfloat16 flag and no GPU, the bfloat16 speedup: read from
   `bfloat16_check.speedup_cache_path()`, or measured and kept there when
   that file has none for this machine or `remeasure` is set."""
-  info = _cpuinfo()
+  info = cpuinfo()
   isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
   device = Device(
       cpu_model=info.get("model name") or platform.processor() or

@@ -29,7 +29,7 @@ import os
 import platform
 from importlib import metadata
 
-from t2tlite import files
+from t2tlite import files, hardware
 
 ENV = "TF_XLA_FLAGS"
 FLAG = "--tf_xla_persistent_cache_directory"
@@ -37,18 +37,10 @@ FLAG = "--tf_xla_persistent_cache_directory"
 
 def cpu_kind():
   """This CPU as a folder name: the architecture and a hash of the model
-  name and the instruction-set flags (/proc/cpuinfo's first processor)."""
-  model = flags = ""
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        key, _, value = (part.strip() for part in line.partition(":"))
-        if key == "model name" and not model:
-          model = value
-        elif key in ("flags", "Features") and not flags:
-          flags = value
-  except OSError:  # not Linux: the architecture and platform alone
-    model = platform.processor()
+  name and the instruction-set flags (`hardware.cpuinfo`'s)."""
+  info = hardware.cpuinfo()
+  model = info.get("model name") or platform.processor()
+  flags = info.get("flags") or info.get("Features", "")
   digest = hashlib.sha256(f"{model}|{flags}".encode()).hexdigest()[:12]
   return f"{platform.machine()}-{digest}"
 

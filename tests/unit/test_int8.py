@@ -82,7 +82,7 @@ def test_the_weights_first_layout_refuses_no_rows():
 def test_the_caller_picks_the_layout(monkeypatch):
   # The layer reads no CPU description: the layout is an argument
   # (precision.int8_support picks it for a machine).
-  monkeypatch.setattr(hardware, "_cpuinfo",
+  monkeypatch.setattr(hardware, "cpuinfo",
                       lambda: {"flags": "avx2 avx512f avx512_vnni"})
   assert isinstance(int8.quantize_kernel(tf.ones([4, 3])), Int8Kernel)
   assert isinstance(int8.quantize_kernel(tf.ones([4, 3]), weights_first=True),

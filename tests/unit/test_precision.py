@@ -218,7 +218,7 @@ def test_this_machines_bfloat16_speedup_is_measured_and_kept(tmp_path,
 def test_no_speedup_is_measured_without_a_cpu_bfloat16_flag_or_with_a_gpu(
     tmp_path, monkeypatch, flags, gpus):
   monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
-  monkeypatch.setattr(hardware, "_cpuinfo", lambda: {
+  monkeypatch.setattr(hardware, "cpuinfo", lambda: {
       "model name": "AMD Ryzen 9 5950X", "flags": flags})
   monkeypatch.setattr(hardware, "_gpus", lambda: gpus)
   monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
@@ -237,7 +237,7 @@ def _bf16_cpu_device(monkeypatch, tmp_path, speedups):
   """describe_device on a CPU with avx512_bf16 whose measurements return
   `speedups` one by one (the cache lives in tmp_path)."""
   monkeypatch.setenv(bfloat16_check.CACHE_DIR_ENV, str(tmp_path))
-  monkeypatch.setattr(hardware, "_cpuinfo", lambda: {
+  monkeypatch.setattr(hardware, "cpuinfo", lambda: {
       "model name": "AMD EPYC 9654", "cpu family": "25", "model": "17",
       "flags": "avx2 avx512f avx512_bf16"})
   monkeypatch.setattr(hardware, "_gpus", lambda: ())
