@@ -29,8 +29,8 @@ flags.DEFINE_string("decode_hparams", "", "Comma-separated name=value: "
                     "searching), top_k, top_p, epsilon (tokens less "
                     "probable are not drawn), sampling_seed, num_samples; "
                     "xla_lines (n: greedy and beam batches of at most n "
-                    "lines search with XLA, a compile per shape, then "
-                    "several times faster on small models).")
+                    "lines search with XLA, a compile per shape, then up "
+                    "to 2.5 times faster on small models' single lines).")
 
 FLAGS = flags.FLAGS
 
