@@ -66,6 +66,7 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
+from t2tlite.decode import graph_options
 from t2tlite.decode.machine import settle
 from t2tlite.decode.search import decode, fixed_search_weights
 from t2tlite.decode.strategy import DecodePlan
@@ -287,15 +288,32 @@ def decode_settled(args):
   return settle(hp, args.mixed_precision or "float32", set_threads=True)
 
 
+class Searching:
+  """A tf.function traced and called with a search's graph options, as a
+  Decoder's (`graph_options.searching`)."""
+
+  def __init__(self, function):
+    self.function = function
+
+  def __call__(self, *args):
+    with graph_options.searching():
+      return self.function(*args)
+
+  def get_concrete_function(self, *args):
+    with graph_options.searching():
+      return self.function.get_concrete_function(*args)
+
+
 def decode_search_fn(model, settled, xla):
   """The timed function: `search.decode` of the plan `settled` makes, with
-  the search's weights made once, as t2t-decoder's Decoder makes them."""
+  the search's weights made once and its graph options, as t2t-decoder's
+  Decoder makes them."""
   weights = fixed_search_weights(model, settled.int8, settled.weights_first)
   plan = DecodePlan.from_settled(settled)
-  return tf.function(
+  return Searching(tf.function(
       lambda inputs: decode(model, inputs, plan, search_weights=weights,
                             static_shapes=xla),
-      jit_compile=xla, autograph=False)
+      jit_compile=xla, autograph=False))
 
 
 def decode_base_search(settled, seed=1, xla=False):

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2tlite import xla_cache
-from t2tlite.decode import machine, search, strategy
+from t2tlite.decode import graph_options, machine, search, strategy
 from t2tlite.decode import prefix as prefix_lib
 from t2tlite.ids import EOS_ID, PAD_ID
 
@@ -255,14 +255,16 @@ class Decoder:
     strings = list(strings)
     prefixed = prefixes is not None and any(p and p.strip() for p in prefixes)
     result = None
-    if not prefixed and self._uses_xla(len(strings)):
-      result = self._decode_with_xla(strings)
-    if result is None and prefixed:
-      result = self._decode_with_prefix(
-          tf.constant(strings, tf.string),
-          self.prefix_ids(strings, prefixes))
-    elif result is None:
-      result = self._decode(tf.constant(strings, tf.string))
+    # Traced and called with the search's graph options, from any thread.
+    with graph_options.searching():
+      if not prefixed and self._uses_xla(len(strings)):
+        result = self._decode_with_xla(strings)
+      if result is None and prefixed:
+        result = self._decode_with_prefix(
+            tf.constant(strings, tf.string),
+            self.prefix_ids(strings, prefixes))
+      elif result is None:
+        result = self._decode(tf.constant(strings, tf.string))
     outputs = result["outputs"].numpy().tolist()
     if self.hp.multiple_outputs:
       outputs = [[b.decode("utf-8") for b in beams] for beams in outputs]

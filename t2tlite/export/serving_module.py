@@ -81,7 +81,7 @@ import tensorflow as tf
 
 from t2tlite import run_dir
 from t2tlite.data import languages
-from t2tlite.decode import decoding, scoring, search
+from t2tlite.decode import decoding, graph_options, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -288,9 +288,11 @@ def score_text(model, vocab, target_vocab, max_input_length, inputs,
 
 def _traced(fn, *input_specs):
   """`fn` traced once, without AutoGraph, into a concrete function of
-  `input_specs`."""
-  return tf.function(fn, input_signature=list(input_specs),
-                     autograph=False).get_concrete_function()
+  `input_specs`; its concurrent searches' calls keep a search's graph
+  options (`graph_options.searching`) in the SavedModel."""
+  with graph_options.searching():
+    return tf.function(fn, input_signature=list(input_specs),
+                       autograph=False).get_concrete_function()
 
 
 def _variable(tensor):

@@ -369,21 +369,24 @@ class ModelSource:
   def _translate_export(self, lines, prefixes=None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the sentencepiece ops)
+    from t2tlite.decode import graph_options
     with self._lock:
       if self._saved_model is None:
         self._saved_model = tf.saved_model.load(self.saved_model_dir)
       signatures = self._saved_model.signatures
     if prefixes is None:
-      result = signatures["serving_default"](
-          inputs=tf.constant(lines, tf.string))
+      with graph_options.searching():
+        result = signatures["serving_default"](
+            inputs=tf.constant(lines, tf.string))
     else:
       if PREFIX_SIGNATURE not in signatures:
         raise RequestError("target_prefixes: this export has no "
                            f"{PREFIX_SIGNATURE} signature; export it again")
       try:
-        result = signatures[PREFIX_SIGNATURE](
-            inputs=tf.constant(lines, tf.string),
-            target_prefixes=tf.constant(prefixes, tf.string))
+        with graph_options.searching():
+          result = signatures[PREFIX_SIGNATURE](
+              inputs=tf.constant(lines, tf.string),
+              target_prefixes=tf.constant(prefixes, tf.string))
       except tf.errors.InvalidArgumentError as error:
         raise PrefixError(_assertion(error.message)) from None
     outputs = result["outputs"].numpy().tolist()

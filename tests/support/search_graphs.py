@@ -6,3 +6,35 @@ def weight_transposes(graph):
   (`linear.decoding_kernels`), when the search makes its weights."""
   return [op for op in graph.get_operations()
           if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
+
+
+def block_call_rewrites(nodes, library):
+  """The Grappler options (RewriterConfig) each call of a concurrent search
+  (a function kept a call: `_noinline`) among `nodes` (NodeDefs) passes on
+  when it instantiates its search; `library`: {name: FunctionDef}."""
+  from tensorflow.core.protobuf import config_pb2
+  rewrites = []
+  for node in nodes:
+    if node.op not in ("PartitionedCall", "StatefulPartitionedCall"):
+      continue
+    called = library.get(node.attr["f"].func.name)
+    if called is not None and called.attr["_noinline"].b:
+      config = config_pb2.ConfigProto.FromString(node.attr["config_proto"].s)
+      rewrites.append(config.graph_options.rewrite_options)
+  return rewrites
+
+
+def saved_model_block_call_rewrites(saved_model_dir):
+  """`block_call_rewrites` of every graph and function of a SavedModel."""
+  import os
+  from tensorflow.core.protobuf import saved_model_pb2
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  rewrites = []
+  for meta_graph in proto.meta_graphs:
+    functions = meta_graph.graph_def.library.function
+    library = {f.signature.name: f for f in functions}
+    for nodes in [meta_graph.graph_def.node] + [f.node_def for f in functions]:
+      rewrites += block_call_rewrites(nodes, library)
+  return rewrites

@@ -1,0 +1,57 @@
+"""Grappler's options for a search's graph: one round of its optimizers
+and no memory optimizer.
+
+TensorFlow optimizes a function's graph (Grappler) the first time it is
+called: by default two rounds of about 15 optimizers. In a search's graph
+the second round removes 3 of about 1,550 nodes (common subexpressions; no
+kernel changes) and the memory optimizer (swapping to host memory and
+recomputation, for training on GPUs) removes none, so outputs are the
+same. Without them Grappler's pass over the quick start's search takes
+0.32-0.52 s instead of 0.48-0.62 s, and a Decoder's first batch about 0.83x
+the time (docs/performance_log.md, 2026-11-29, "A search's graph optimized
+in one round").
+
+Grappler reads its options from the function call that instantiates the
+function: TensorFlow's thread-local `FunctionCallOptions` when the call is
+traced (a call inside a traced function, such as `search.decode`'s
+concurrent searches) or made (an eager call, such as a Decoder's).
+`searching()` sets them for the calls made and traced inside it, in this
+thread, and restores the thread's own after.
+"""
+import contextlib
+
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.core.protobuf import rewriter_config_pb2
+# FunctionCallOptions: the options a function call passes to Grappler; no
+# public API sets them per call.
+from tensorflow.python.eager import context
+
+_REWRITER = rewriter_config_pb2.RewriterConfig
+
+
+def search_config(serialized):
+  """A ConfigProto: `serialized` (a serialized ConfigProto, or None for an
+  empty one) with one round of Grappler's optimizers and no memory
+  optimizer."""
+  config = config_pb2.ConfigProto()
+  if serialized:
+    config.ParseFromString(serialized)
+  rewrite = config.graph_options.rewrite_options
+  rewrite.meta_optimizer_iterations = _REWRITER.ONE
+  rewrite.memory_optimization = _REWRITER.NO_MEM_OPT
+  return config
+
+
+@contextlib.contextmanager
+def searching():
+  """Function calls traced or made inside it (in this thread) have their
+  graphs optimized with `search_config`."""
+  eager = context.context()
+  own = eager.function_call_options
+  eager.function_call_options = context.FunctionCallOptions(
+      executor_type=own.executor_type,
+      config_proto=search_config(own.config_proto_serialized))
+  try:
+    yield
+  finally:
+    eager.function_call_options = own

@@ -1,0 +1,61 @@
+"""A search's graph is optimized with one round of Grappler's optimizers
+and no memory optimizer (t2tlite.decode.graph_options), wherever it is
+traced or called: a Decoder's batches, and the searches of an export."""
+import threading
+
+import pytest
+from tensorflow.core.protobuf import config_pb2
+from tensorflow.core.protobuf import rewriter_config_pb2
+from tensorflow.python.eager import context
+
+from t2tlite.decode import graph_options, machine
+from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.settings import DecodeHParams
+
+from run_folder import multi30k_lines, needs_multi30k
+from search_graphs import block_call_rewrites
+from shared_run import shared_trained_run
+
+REWRITER = rewriter_config_pb2.RewriterConfig
+
+
+def _rewrite_options():
+  """This thread's Grappler options for the function calls it makes."""
+  serialized = context.context().function_call_options.config_proto_serialized
+  return config_pb2.ConfigProto.FromString(
+      serialized).graph_options.rewrite_options
+
+
+def test_searching_sets_this_threads_options_and_restores_them():
+  before = _rewrite_options()
+  assert before.meta_optimizer_iterations == REWRITER.DEFAULT_NUM_ITERS
+  seen = {}
+  with pytest.raises(RuntimeError, match="inside"):
+    with graph_options.searching():
+      inside = _rewrite_options()
+      assert inside.meta_optimizer_iterations == REWRITER.ONE
+      assert inside.memory_optimization == REWRITER.NO_MEM_OPT
+      # Other threads keep their own.
+      other = threading.Thread(
+          target=lambda: seen.update(other=_rewrite_options()))
+      other.start()
+      other.join()
+      raise RuntimeError("inside")
+  assert seen["other"] == before
+  assert _rewrite_options() == before
+
+
+@needs_multi30k
+def test_a_decoders_searches_are_optimized_with_the_search_options(
+    tmp_path_factory):
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  decoder = Decoder(model, vocab, machine.settle(DecodeHParams.parse(
+      "beam_size=2,concurrent_searches=2")))
+  decoder.decode_batch(multi30k_lines("en", 2))  # traced and called
+  graph = decoder._decode.get_concrete_function().graph.as_graph_def()
+  library = {f.signature.name: f for f in graph.library.function}
+  rewrites = block_call_rewrites(graph.node, library)
+  assert len(rewrites) == 2  # the two searches
+  for rewrite in rewrites:
+    assert rewrite.meta_optimizer_iterations == REWRITER.ONE
+    assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
