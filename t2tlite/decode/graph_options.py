@@ -3,13 +3,13 @@ and no memory optimizer.
 
 TensorFlow optimizes a function's graph (Grappler) the first time it is
 called: by default two rounds of about 15 optimizers. In a search's graph
-the second round removes 3 of about 1,550 nodes (common subexpressions; no
-kernel changes) and the memory optimizer (swapping to host memory and
-recomputation, for training on GPUs) removes none, so outputs are the
-same. Without them Grappler's pass over the quick start's search takes
-0.32-0.52 s instead of 0.48-0.62 s, and a Decoder's first batch about 0.83x
-the time (docs/performance_log.md, 2026-11-29, "A search's graph optimized
-in one round").
+the second round removes 4 of about 1,550 nodes (3 common subexpressions,
+a dependency; no kernel changes) and the memory optimizer (swapping to
+host memory and recomputation, for training on GPUs) removes none, so
+outputs are the same. Without them Grappler's pass over the quick
+start's search takes 0.32-0.52 s instead of 0.48-0.62 s, and a Decoder's
+first batch about 0.83x the time (docs/performance_log.md, 2026-11-29, "A
+search's graph optimized in one round").
 
 Grappler reads its options from the function call that instantiates the
 function: TensorFlow's thread-local `FunctionCallOptions` when the call is
