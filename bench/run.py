@@ -66,7 +66,7 @@ import t2tlite  # first: it turns oneDNN on before TensorFlow loads
 import keras
 import tensorflow as tf
 
-from t2tlite.decode import graph_options
+from t2tlite import graph_options
 from t2tlite.decode.machine import settle
 from t2tlite.decode.search import decode, fixed_search_weights
 from t2tlite.decode.strategy import DecodePlan
@@ -290,17 +290,17 @@ def decode_settled(args):
 
 class Searching:
   """A tf.function traced and called with a search's graph options, as a
-  Decoder's (`graph_options.searching`)."""
+  Decoder's (`graph_options.one_round`)."""
 
   def __init__(self, function):
     self.function = function
 
   def __call__(self, *args):
-    with graph_options.searching():
+    with graph_options.one_round():
       return self.function(*args)
 
   def get_concrete_function(self, *args):
-    with graph_options.searching():
+    with graph_options.one_round():
       return self.function.get_concrete_function(*args)
 
 

@@ -16,8 +16,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from t2tlite import xla_cache
-from t2tlite.decode import graph_options, machine, search, strategy
+from t2tlite import graph_options, xla_cache
+from t2tlite.decode import machine, search, strategy
 from t2tlite.decode import prefix as prefix_lib
 from t2tlite.ids import EOS_ID, PAD_ID
 
@@ -256,7 +256,7 @@ class Decoder:
     prefixed = prefixes is not None and any(p and p.strip() for p in prefixes)
     result = None
     # Traced and called with the search's graph options, from any thread.
-    with graph_options.searching():
+    with graph_options.one_round():
       if not prefixed and self._uses_xla(len(strings)):
         result = self._decode_with_xla(strings)
       if result is None and prefixed:

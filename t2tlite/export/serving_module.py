@@ -79,9 +79,9 @@ export), never an error.
 
 import tensorflow as tf
 
-from t2tlite import run_dir
+from t2tlite import graph_options, run_dir
 from t2tlite.data import languages
-from t2tlite.decode import decoding, graph_options, scoring, search
+from t2tlite.decode import decoding, scoring, search
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID
 from t2tlite.layers.search_weights import SearchWeights
 
@@ -289,8 +289,8 @@ def score_text(model, vocab, target_vocab, max_input_length, inputs,
 def _traced(fn, *input_specs):
   """`fn` traced once, without AutoGraph, into a concrete function of
   `input_specs`; its concurrent searches' calls keep a search's graph
-  options (`graph_options.searching`) in the SavedModel."""
-  with graph_options.searching():
+  options (`graph_options.one_round`) in the SavedModel."""
+  with graph_options.one_round():
     return tf.function(fn, input_signature=list(input_specs),
                        autograph=False).get_concrete_function()
 

@@ -369,13 +369,13 @@ class ModelSource:
   def _translate_export(self, lines, prefixes=None):
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the sentencepiece ops)
-    from t2tlite.decode import graph_options
+    from t2tlite import graph_options
     with self._lock:
       if self._saved_model is None:
         self._saved_model = tf.saved_model.load(self.saved_model_dir)
       signatures = self._saved_model.signatures
     if prefixes is None:
-      with graph_options.searching():
+      with graph_options.one_round():
         result = signatures["serving_default"](
             inputs=tf.constant(lines, tf.string))
     else:
@@ -383,7 +383,7 @@ class ModelSource:
         raise RequestError("target_prefixes: this export has no "
                            f"{PREFIX_SIGNATURE} signature; export it again")
       try:
-        with graph_options.searching():
+        with graph_options.one_round():
           result = signatures[PREFIX_SIGNATURE](
               inputs=tf.constant(lines, tf.string),
               target_prefixes=tf.constant(prefixes, tf.string))

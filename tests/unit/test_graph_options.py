@@ -1,6 +1,7 @@
-"""A search's graph is optimized with one round of Grappler's optimizers
-and no memory optimizer (t2tlite.decode.graph_options), wherever it is
-traced or called: a Decoder's batches, and the searches of an export."""
+"""A search's graph and the training step are optimized with one round of
+Grappler's optimizers and no memory optimizer (t2tlite.graph_options),
+wherever they are traced or called: a Decoder's batches, the searches of
+an export, the trainer's steps."""
 import threading
 
 import pytest
@@ -8,13 +9,16 @@ from tensorflow.core.protobuf import config_pb2
 from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow.python.eager import context
 
-from t2tlite.decode import graph_options, machine
+from t2tlite import graph_options
+from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.train import strategy as strategy_lib
 
 from run_folder import multi30k_lines, needs_multi30k
 from search_graphs import block_call_rewrites
 from shared_run import shared_trained_run
+import train_helpers
 
 REWRITER = rewriter_config_pb2.RewriterConfig
 
@@ -26,12 +30,12 @@ def _rewrite_options():
       serialized).graph_options.rewrite_options
 
 
-def test_searching_sets_this_threads_options_and_restores_them():
+def test_one_round_sets_this_threads_options_and_restores_them():
   before = _rewrite_options()
   assert before.meta_optimizer_iterations == REWRITER.DEFAULT_NUM_ITERS
   seen = {}
   with pytest.raises(RuntimeError, match="inside"):
-    with graph_options.searching():
+    with graph_options.one_round():
       inside = _rewrite_options()
       assert inside.meta_optimizer_iterations == REWRITER.ONE
       assert inside.memory_optimization == REWRITER.NO_MEM_OPT
@@ -59,3 +63,24 @@ def test_a_decoders_searches_are_optimized_with_the_search_options(
   for rewrite in rewrites:
     assert rewrite.meta_optimizer_iterations == REWRITER.ONE
     assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
+
+
+def test_the_trainers_steps_are_called_with_one_round(tmp_path):
+  trainer = train_helpers.tiny_trainer(
+      str(tmp_path), strategy_lib.make_strategy(0, tf_config=""),
+      train_steps=2)
+  step, seen = trainer._train_step, []
+
+  def recorded(iterator):  # the real step, and the options it is called with
+    seen.append(_rewrite_options())
+    return step(iterator)
+
+  trainer._train_step = recorded
+  trainer.train()
+  assert len(seen) == 2
+  for rewrite in seen:
+    assert rewrite.meta_optimizer_iterations == REWRITER.ONE
+    assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
+  # Between the steps (evaluation, checkpoints) the thread's own are back.
+  assert _rewrite_options().meta_optimizer_iterations == (
+      REWRITER.DEFAULT_NUM_ITERS)

@@ -1,22 +1,28 @@
-"""Grappler's options for a search's graph: one round of its optimizers
-and no memory optimizer.
+"""Grappler's options for the graphs t2tlite runs most: one round of its
+optimizers and no memory optimizer (`one_round`).
 
 TensorFlow optimizes a function's graph (Grappler) the first time it is
-called: by default two rounds of about 15 optimizers. In a search's graph
-the second round removes 4 of about 1,550 nodes (3 common subexpressions,
-a dependency; no kernel changes) and the memory optimizer (swapping to
-host memory and recomputation, for training on GPUs) removes none, so
-outputs are the same. Without them Grappler's pass over the quick
-start's search takes 0.32-0.52 s instead of 0.48-0.62 s, and a Decoder's
-first batch about 0.83x the time (docs/performance_log.md, 2026-11-29, "A
-search's graph optimized in one round").
+called: by default two rounds of about 15 optimizers, and the memory
+optimizer (swapping to host memory and recomputation, for training on
+GPUs). On the quick start's model (docs/performance_log.md, 2026-11-29, "A
+search's graph optimized in one round", "The training step optimized in
+one round"):
+- a search's graph: the second round removes 4 of about 1,550 nodes (3
+  common subexpressions, a dependency), the memory optimizer none;
+  Grappler's pass takes 0.32-0.52 s instead of 0.48-0.62 s, a Decoder's
+  first batch about 0.83x the time;
+- the training step: the second round removes 6 common subexpressions, the
+  memory optimizer nothing; together they took 0.58 of its 1.27 s.
+No kernel changes, so outputs are the same (decode checksums, training
+losses bit for bit). The evaluation loop keeps the default: its second
+round rewrites arithmetic.
 
 Grappler reads its options from the function call that instantiates the
 function: TensorFlow's thread-local `FunctionCallOptions` when the call is
 traced (a call inside a traced function, such as `search.decode`'s
-concurrent searches) or made (an eager call, such as a Decoder's).
-`searching()` sets them for the calls made and traced inside it, in this
-thread, and restores the thread's own after.
+concurrent searches) or made (an eager call, such as a Decoder's or the
+trainer's). `one_round()` sets them for the calls made and traced inside
+it, in this thread, and restores the thread's own after.
 """
 import contextlib
 
@@ -29,7 +35,7 @@ from tensorflow.python.eager import context
 _REWRITER = rewriter_config_pb2.RewriterConfig
 
 
-def search_config(serialized):
+def one_round_config(serialized):
   """A ConfigProto: `serialized` (a serialized ConfigProto, or None for an
   empty one) with one round of Grappler's optimizers and no memory
   optimizer."""
@@ -43,14 +49,14 @@ def search_config(serialized):
 
 
 @contextlib.contextmanager
-def searching():
+def one_round():
   """Function calls traced or made inside it (in this thread) have their
-  graphs optimized with `search_config`."""
+  graphs optimized with `one_round_config`."""
   eager = context.context()
   own = eager.function_call_options
   eager.function_call_options = context.FunctionCallOptions(
       executor_type=own.executor_type,
-      config_proto=search_config(own.config_proto_serialized))
+      config_proto=one_round_config(own.config_proto_serialized))
   try:
     yield
   finally:
