@@ -61,7 +61,8 @@ class DecodeHParams:
     by an XLA-compiled search (`decoding.Decoder`): rows padded to 1, 2,
     4, 8, ... and tokens to a multiple of 16 (`decoding`), one compile
     (seconds) per shape, after which a small model's single line decodes
-    up to 2.5 times faster (docs/decoding.md, "Small batches with XLA"). Greedy and beam search without target prefixes; sampling and
+    up to 2.5 times faster (docs/decoding.md, "Small batches with XLA").
+    Greedy and beam search without target prefixes; sampling and
     prefixed batches keep the graph. 0: never. Not with int8.
   """
   beam_size: int = 4

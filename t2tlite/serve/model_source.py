@@ -374,21 +374,20 @@ class ModelSource:
       if self._saved_model is None:
         self._saved_model = tf.saved_model.load(self.saved_model_dir)
       signatures = self._saved_model.signatures
-    if prefixes is None:
-      with graph_options.one_round():
+    if prefixes is not None and PREFIX_SIGNATURE not in signatures:
+      raise RequestError("target_prefixes: this export has no "
+                         f"{PREFIX_SIGNATURE} signature; export it again")
+    with graph_options.one_round():
+      if prefixes is None:
         result = signatures["serving_default"](
             inputs=tf.constant(lines, tf.string))
-    else:
-      if PREFIX_SIGNATURE not in signatures:
-        raise RequestError("target_prefixes: this export has no "
-                           f"{PREFIX_SIGNATURE} signature; export it again")
-      try:
-        with graph_options.one_round():
+      else:
+        try:
           result = signatures[PREFIX_SIGNATURE](
               inputs=tf.constant(lines, tf.string),
               target_prefixes=tf.constant(prefixes, tf.string))
-      except tf.errors.InvalidArgumentError as error:
-        raise PrefixError(_assertion(error.message)) from None
+        except tf.errors.InvalidArgumentError as error:
+          raise PrefixError(_assertion(error.message)) from None
     outputs = result["outputs"].numpy().tolist()
     scores = result["scores"].numpy().tolist()
     if outputs and isinstance(outputs[0], list):

@@ -20,8 +20,8 @@ from t2tlite.export import exporter, serving_module
 
 import host
 from outputs_differ import assert_outputs_differ
-from search_graphs import saved_model_block_call_rewrites
 from run_folder import MULTI30K_RAW, TINY, multi30k_lines
+from search_graphs import saved_model_block_call_rewrites
 from shared_export import DECODE, exported_run_folder, shared_export
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -137,7 +137,7 @@ def test_layout_metadata_and_ops(exported):
   # Grappler's optimizers, no memory optimizer (graph_options).
   rewrites = saved_model_block_call_rewrites(path)
   if host.auto_searches() > 1:
-    assert rewrites  # two a search the signatures hold
+    assert rewrites  # two calls for each search a signature holds
   for rewrite in rewrites:
     assert rewrite.meta_optimizer_iterations == REWRITER.ONE
     assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
