@@ -76,7 +76,7 @@ def summary(lines, top):
   by_file = collections.defaultdict(collections.Counter)
   for line in lines:
     row = by_file[line["test"].split("::")[0]]
-    row.update(tests=1, wall=line["wall_s"], self=line["self_cpu_s"],
+    row.update(tests=1, self=line["self_cpu_s"],
                children=line["children_cpu_s"], started=len(line["started"]))
   total = sum(by_file.values(), collections.Counter())
   out = [f"{total['tests']} tests; CPU-s: {total['self']:.0f} in the "
