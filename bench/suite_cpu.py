@@ -98,9 +98,31 @@ def main():
   parser.add_argument("records", help="The plugin's JSON lines.")
   parser.add_argument("--top", type=int, default=40)
   args = parser.parse_args()
-  with open(args.records) as f:
-    print(summary([json.loads(line) for line in f if line.strip()],
-                  args.top))
+  print(summary(read_records(args.records), args.top))
+
+
+def read_records(path):
+  """The plugin's records in `path`; a missing file or a line that is not
+  one of them exits with one line naming it."""
+  try:
+    with open(path) as f:
+      lines = f.read().splitlines()
+  except OSError as error:
+    raise SystemExit(f"suite_cpu.py: {path}: {error.strerror}") from None
+  records = []
+  for number, line in enumerate(lines, 1):
+    if not line.strip():
+      continue
+    try:
+      record = json.loads(line)
+      if not isinstance(record, dict) or not {
+          "test", "self_cpu_s", "children_cpu_s", "started"} <= set(record):
+        raise ValueError("not a record of suite_cpu's plugin")
+    except ValueError as error:
+      raise SystemExit(f"suite_cpu.py: {path}, line {number}: {error}"
+                       ) from None
+    records.append(record)
+  return records
 
 
 if __name__ == "__main__":

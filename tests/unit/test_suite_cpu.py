@@ -68,3 +68,17 @@ def test_summary_adds_up_by_file():
   assert text[2].split() == ["20", "20", "0", "0", "1", "b.py"]
   assert text[3].split() == ["13", "3", "10", "2", "2", "a.py"]
   assert len(suite_cpu.summary(lines, top=1).splitlines()) == 3
+
+
+def test_a_missing_file_or_a_stray_line_is_named(tmp_path):
+  missing = tmp_path / "none.jsonl"
+  with pytest.raises(SystemExit, match=f"{missing}: No such file"):
+    suite_cpu.read_records(str(missing))
+  stray = tmp_path / "stray.jsonl"
+  stray.write_text('{"test": "a.py::one", "self_cpu_s": 1, '
+                   '"children_cpu_s": 0, "started": []}\n\n{"test": 1}\n')
+  with pytest.raises(SystemExit, match=f"{stray}, line 3: not a record"):
+    suite_cpu.read_records(str(stray))
+  stray.write_text("not json\n")
+  with pytest.raises(SystemExit, match=f"{stray}, line 1: Expecting value"):
+    suite_cpu.read_records(str(stray))
