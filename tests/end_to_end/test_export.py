@@ -252,6 +252,14 @@ def assert_bad_text_answered(result):
   assert len(result["invalid_utf8"]["outputs"]) == 4
 
 
+def assert_ids_answered_as_text(result, vocab, expected, expected_scores,
+                                abs_tolerance):
+  """The id signature gives the text signature's sentences, as ids."""
+  assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == expected
+  assert result["ids"]["scores"] == pytest.approx(expected_scores,
+                                                  abs=abs_tolerance)
+
+
 @pytest.mark.timeout(900)  # the first builds `fresh`
 def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
                                                                fresh):
@@ -271,9 +279,7 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
   assert_batch_answers_as_each_line_alone(result, expected)
-  # The id signature gives the same sentences, as ids.
-  assert [vocab.decode_ids(row) for row in result["ids"]["outputs"]] == expected
-  assert result["ids"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+  assert_ids_answered_as_text(result, vocab, expected, expected_scores, 1e-3)
 
   assert result["empty_batch"] == {"outputs": [], "scores": []}
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
@@ -287,7 +293,7 @@ def test_fresh_process_matches_decoder_and_survives_bad_inputs(exported,
 
 
 @pytest.mark.timeout(900)  # the first builds `fresh`
-def test_bfloat16_variant_exports_and_runs(fresh):
+def test_bfloat16_variant_exports_and_runs(exported, fresh):
   path, result, (expected, expected_scores) = fresh["bfloat16"]
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:
     assert json.load(f)["precision"] == "bfloat16"
@@ -297,13 +303,15 @@ def test_bfloat16_variant_exports_and_runs(fresh):
   assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-2)
+  assert_ids_answered_as_text(result, exported[2], expected, expected_scores,
+                              1e-2)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
   assert result["empty_batch"] == {"outputs": [], "scores": []}
   assert_bad_text_answered(result)
 
 
 @pytest.mark.timeout(900)  # the first builds `fresh`
-def test_int8_variant_exports_and_runs(fresh):
+def test_int8_variant_exports_and_runs(exported, fresh):
   path, result, (expected, expected_scores) = fresh["int8"]
   with open(os.path.join(path, exporter.METADATA_FILE)) as f:
     assert json.load(f)["decode_hparams"]["int8"] is True
@@ -316,6 +324,8 @@ def test_int8_variant_exports_and_runs(fresh):
   assert_outputs_differ(expected)
   assert result["text"]["outputs"] == expected
   assert result["text"]["scores"] == pytest.approx(expected_scores, abs=1e-3)
+  assert_ids_answered_as_text(result, exported[2], expected, expected_scores,
+                              1e-3)
   assert_batch_answers_as_each_line_alone(result, expected)
   assert result["empty_string"] == {"outputs": [""], "scores": [0.0]}
   assert result["empty_batch"] == {"outputs": [], "scores": []}
