@@ -356,13 +356,14 @@ def test_a_ceiling_ends_a_budgeted_run_of_a_fast_machine(tmp_path, strategy,
   monkeypatch.setattr(budget, "MAX_MEASURE_SECONDS", 0.0)
   output_dir = str(tmp_path)
   (tmp_path / "run.json").write_text("{}")
+  budget_minutes = 5.0
   trainer = train_helpers.tiny_trainer(
       output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=30",
-      train_minutes=5.0, max_planned_steps=50, log_every_steps=50)
+      train_minutes=budget_minutes, max_planned_steps=50, log_every_steps=50)
   trainer.train()
   plan = trainer.config.plan
   assert (plan.train_steps, plan.max_steps, trainer.step) == (50, 50, 50)
-  assert budget.steps_that_fit(300, plan.planned_after_seconds,
+  assert budget.steps_that_fit(budget_minutes * 60, plan.planned_after_seconds,
                                plan.planned_at_step, plan.step_seconds) > 50
   assert json.loads((tmp_path / "run.json").read_text())["plan"] == (
       plan.to_json())
