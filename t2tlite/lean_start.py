@@ -1,21 +1,24 @@
 """A lighter start for the commands: TensorFlow imports Keras, and Keras
 imports IPython (to tell whether it runs in a notebook, for
-`keras.saving.KerasFileEditor`) and matplotlib.pyplot (for
-`keras.visualization.plot_image_gallery`) whenever they are installed. No
-command uses either, and the two cost about 0.5 of the 3.3 CPU-seconds a
-command takes to load TensorFlow (docs/performance_log.md, 2026-11-27, "A
-lighter start for the commands"). So they are hidden while TensorFlow (or
-Keras) is first imported (an ImportError, which Keras takes for a missing
-optional package), and import as usual afterwards (t2t-attention draws with
-pyplot). Modules imported before are left alone. Library code never calls
-`install`: a user's notebook keeps Keras's notebook display.
+`keras.saving.KerasFileEditor`), matplotlib (for its image galleries) and
+PIL (for its image loading) whenever they are installed; TensorFlow's own
+legacy Keras (under `tf.feature_column`) imports h5py and scipy. No command
+uses any of them while TensorFlow loads: hiding IPython and pyplot saved
+about 0.5 of the 3.3 CPU-seconds a command took to load TensorFlow
+(docs/performance_log.md, 2026-11-27, "A lighter start for the commands"),
+hiding the rest about 0.4 more (2026-11-29). So they are hidden while
+TensorFlow (or Keras) is first imported (an ImportError, which both take
+for a missing optional package), and import as usual afterwards
+(t2t-attention and t2t-report draw with matplotlib). Modules imported
+before are left alone. Library code never calls `install`: a user's
+notebook keeps Keras's notebook display and image helpers.
 """
 import contextlib
 import sys
 
 from t2tlite import import_hooks
 
-UNUSED_BY_THE_COMMANDS = ("IPython", "matplotlib.pyplot")
+UNUSED_BY_THE_COMMANDS = ("IPython", "matplotlib", "PIL", "h5py", "scipy")
 
 
 @contextlib.contextmanager
