@@ -6,7 +6,8 @@ legacy Keras (under `tf.feature_column`) imports h5py and scipy. No command
 uses any of them while TensorFlow loads: hiding IPython and pyplot saved
 about 0.5 of the 3.3 CPU-seconds a command took to load TensorFlow
 (docs/performance_log.md, 2026-11-27, "A lighter start for the commands"),
-hiding the rest about 0.4 more (2026-11-29). So they are hidden while
+hiding the rest about 0.25 more (2026-11-29, "Four more optional packages
+hidden at a command's start"). So they are hidden while
 TensorFlow (or Keras) is first imported (an ImportError, which both take
 for a missing optional package), and import as usual afterwards
 (t2t-attention and t2t-report draw with matplotlib). Modules imported
