@@ -288,6 +288,71 @@ def test_separate_target_vocabulary_encodes_each_side_with_its_own(tmp_path):
   assert all(s["reused_shards"] == 0 for s in again["splits"].values())
 
 
+def test_vocab_from_copies_a_runs_vocabularies_or_names_the_mismatch(
+    tmp_path):
+  """generate_data(vocab_from=RUN) encodes with RUN's vocabulary files (each
+  side's, for a problem with two) copied into data_dir, and keeps records
+  already encoded with them; another vocabulary in data_dir is replaced
+  and its records rewritten. A source without a vocabulary, or with two
+  for a problem that shares one (or the reverse), is a one-line DataError
+  naming it, before anything is written."""
+  from t2tlite.data import vocab_source
+  from t2tlite.problems.algorithmic import AlgorithmicReverse
+
+  class SmallReverse(AlgorithmicReverse):
+    num_samples = {"train": 200, "dev": 20, "test": 20}
+
+  names = _digit_names_problem()()
+  # Two runs' folders as the trainer leaves them: the shared (or input)
+  # vocabulary as vocab.model, a target one as vocab.targets.model.
+  one_run, two_run = tmp_path / "one_run", tmp_path / "two_run"
+  for run, problem in ((one_run, SmallReverse()), (two_run, names)):
+    problem.generate_data(str(tmp_path / f"data_{run.name}"))
+    run.mkdir()
+    shutil.copy(problem.vocab_file(str(tmp_path / f"data_{run.name}")),
+                run / vocab_source.RUN_VOCAB_FILE)
+  shutil.copy(names.vocab_file(str(tmp_path / "data_two_run"), "targets"),
+              two_run / vocab_source.RUN_TARGET_VOCAB_FILE)
+
+  for problem, source, message in (
+      (SmallReverse(), two_run, "that run has an input and a target "
+                                "vocabulary"),
+      (names, one_run, "one shared vocabulary"),
+      (SmallReverse(), tmp_path / "no_run", "vocab_from")):
+    data_dir = tmp_path / f"refused_{problem.name}_{source.name}"
+    with pytest.raises(problem_lib.DataError, match=message) as error:
+      problem.generate_data(str(data_dir), vocab_from=str(source))
+    assert str(source) in str(error.value) and "\n" not in str(error.value)
+    assert not data_dir.exists() or not any(data_dir.glob("vocab.*"))
+
+  data_dir = str(tmp_path / "child")
+  summary = names.generate_data(data_dir, vocab_from=str(two_run))
+  assert summary["vocab"]["copied_from"] == str(
+      two_run / vocab_source.RUN_VOCAB_FILE)
+  assert summary["vocab"]["targets"]["copied_from"] == str(
+      two_run / vocab_source.RUN_TARGET_VOCAB_FILE)
+  for side, name in (("inputs", vocab_source.RUN_VOCAB_FILE),
+                     ("targets", vocab_source.RUN_TARGET_VOCAB_FILE)):
+    assert vocab_source.same_file_contents(names.vocab_file(data_dir, side),
+                                           str(two_run / name))
+  again = names.generate_data(data_dir, vocab_from=str(two_run))
+  assert all(s["reused_shards"] == s["shards"]
+             for s in again["splits"].values())
+
+  # The names problem's input vocabulary, trained on digit inputs alone,
+  # is not the reversal's own (trained on both sides): it replaces it.
+  data_dir = str(tmp_path / "own_then_adopted")
+  problem = SmallReverse()
+  problem.generate_data(data_dir)
+  other = names.vocab_file(str(tmp_path / "data_two_run"))
+  assert not vocab_source.same_file_contents(other,
+                                             problem.vocab_file(data_dir))
+  adopted = problem.generate_data(data_dir, vocab_from=other)
+  assert adopted["vocab"]["copied_from"] == other
+  assert vocab_source.same_file_contents(other, problem.vocab_file(data_dir))
+  assert all(s["reused_shards"] == 0 for s in adopted["splits"].values())
+
+
 def test_new_vocabulary_removes_the_records_of_extra_test_splits(tmp_path):
   names = ["p-test2017_flickr-00000-of-00001",
            "p-test2017_flickr-00000-of-00001.json",

@@ -3,11 +3,13 @@ tags, one vocabulary with the tags as reserved pieces, records written the
 same under a seed, and the mixing rates and draws."""
 import collections
 import os
+import re
 import sys
 
 import pytest
 
 from t2tlite import create_hparams, registry
+from t2tlite import mixture as mixture_lib
 from t2tlite import problem as problem_lib
 from t2tlite.data import languages, pipeline
 from t2tlite.data.vocab import Vocabulary
@@ -57,6 +59,42 @@ def test_bad_mixtures_are_one_line_errors(mixture, name, message):
     problem_lib.get_problem(name)
   with pytest.raises(registry.RegistryError, match="plugin_copy_digit"):
     problem_lib.get_problem("plugin_copy_digit+plugin_reverse_digits")
+
+
+def test_a_reversed_mixture_or_a_mixture_of_mixtures_is_refused(mixture):
+  members = ("plugin_copy_digits", "plugin_reverse_digits")
+  with pytest.raises(problem_lib.DataError,
+                     match="a mixture cannot be reversed: reverse its "
+                           "members"):
+    mixture_lib.MixtureProblem(members, reverse=True)
+  with pytest.raises(problem_lib.DataError,
+                     match=re.escape(f"problem {MIXTURE}+plugin_sort_"
+                                     "digits: a mixture of mixtures")):
+    mixture_lib.MixtureProblem((MIXTURE, "plugin_sort_digits"))
+
+
+def test_dev_samples_and_postprocessing_go_by_each_lines_tag(
+    mixture, data_dirs, monkeypatch):
+  """The dev metric's samples (--eval_decode_samples=N) are the first N
+  pairs of each member; an output is postprocessed by the member its
+  input's tag names, given the input without its tag; an input without a
+  known tag leaves the output as it is."""
+  pairs = mixture.text_pairs(data_dirs[0], "dev")
+  by_language = collections.defaultdict(list)
+  for pair in pairs:
+    by_language[languages.line_language(pair[0], KNOWN)].append(pair)
+  assert sorted(by_language) == sorted(KNOWN)
+  assert all(len(some) > 2 for some in by_language.values())
+  assert mixture.sample_pairs(pairs, 2) == (
+      by_language["cp"][:2] + by_language["plugin_reverse_digits"][:2])
+  assert mixture.sample_pairs(pairs, 0) == pairs
+  reverse = mixture.view_of_language("plugin_reverse_digits").member
+  monkeypatch.setattr(reverse, "postprocess",
+                      lambda text, inputs=None: f"{text} (from {inputs})")
+  assert mixture.postprocess(
+      "2 1", inputs="<2plugin_reverse_digits> 1 2") == "2 1 (from 1 2)"
+  for inputs in ("<2cp> 1 2", "1 2", "<2de> 1 2", None):
+    assert mixture.postprocess("2 1", inputs=inputs) == "2 1"
 
 
 def test_lines_get_the_tag_of_their_language():
