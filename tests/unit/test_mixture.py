@@ -4,6 +4,7 @@ same under a seed, and the mixing rates and draws."""
 import collections
 import os
 import re
+import shutil
 import sys
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from t2tlite import create_hparams, registry
 from t2tlite import mixture as mixture_lib
 from t2tlite import problem as problem_lib
-from t2tlite.data import languages, pipeline
+from t2tlite.data import languages, pipeline, vocab_source
 from t2tlite.data.vocab import Vocabulary
 
 PLUGINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support",
@@ -95,6 +96,36 @@ def test_dev_samples_and_postprocessing_go_by_each_lines_tag(
       "2 1", inputs="<2plugin_reverse_digits> 1 2") == "2 1 (from 1 2)"
   for inputs in ("<2cp> 1 2", "1 2", "<2de> 1 2", None):
     assert mixture.postprocess("2 1", inputs=inputs) == "2 1"
+
+
+def test_vocab_from_a_vocabulary_with_the_tags_is_copied_then_reused(
+    mixture, data_dirs, tmp_path):
+  """generate_data(vocab_from=...) of a mixture: a vocabulary that holds
+  every tag is copied and the members' records encoded with it; a second
+  run keeps both. A source with a target vocabulary of its own, or none,
+  is a one-line DataError naming it."""
+  source = mixture.stored_vocab_file(data_dirs[0])
+  data_dir = str(tmp_path / "child")
+  first = mixture.generate_data(data_dir, vocab_from=source)
+  assert first["vocab"]["copied_from"] == source and first["vocab"]["reused"]
+  assert vocab_source.same_file_contents(
+      source, mixture.stored_vocab_file(data_dir))
+  assert mixture.text_pairs(data_dir, "dev") == mixture.text_pairs(
+      data_dirs[0], "dev")
+  again = mixture.generate_data(data_dir, vocab_from=source)
+  assert all(split["reused_shards"] == split["shards"]
+             for member in again["members"].values()
+             for split in member["splits"].values())
+  two = tmp_path / "two_vocabularies"
+  two.mkdir()
+  for name in (vocab_source.RUN_VOCAB_FILE,
+               vocab_source.RUN_TARGET_VOCAB_FILE):
+    shutil.copy(source, two / name)
+  for bad, message in ((two, "gives its targets their own vocabulary"),
+                       (tmp_path / "no_run", "vocab_from")):
+    with pytest.raises(problem_lib.DataError, match=message) as error:
+      mixture.generate_data(str(tmp_path / "refused"), vocab_from=str(bad))
+    assert str(bad) in str(error.value)
 
 
 def test_lines_get_the_tag_of_their_language():
