@@ -208,13 +208,18 @@ def test_problem_max_length_filters_training_examples_only(tmp_path):
   assert dev["examples"] == 50 and max(int(k) for k in dev["lengths"]) > 8
 
 
-def test_new_vocabulary_regenerates_every_record(tmp_path):
+def _small_reverse_problem():
+  """algorithmic_reverse with 200 training pairs, 20 dev and 20 test."""
   from t2tlite.problems.algorithmic import AlgorithmicReverse
 
   class SmallReverse(AlgorithmicReverse):
     num_samples = {"train": 200, "dev": 20, "test": 20}
 
-  problem = SmallReverse()
+  return SmallReverse
+
+
+def test_new_vocabulary_regenerates_every_record(tmp_path):
+  problem = _small_reverse_problem()()
   first = problem.generate_data(str(tmp_path))
   os.remove(problem.vocab_file(str(tmp_path)))
   second = problem.generate_data(str(tmp_path))
@@ -297,11 +302,7 @@ def test_vocab_from_copies_a_runs_vocabularies_or_names_the_mismatch(
   for a problem that shares one (or the reverse), is a one-line DataError
   naming it, before anything is written."""
   from t2tlite.data import vocab_source
-  from t2tlite.problems.algorithmic import AlgorithmicReverse
-
-  class SmallReverse(AlgorithmicReverse):
-    num_samples = {"train": 200, "dev": 20, "test": 20}
-
+  SmallReverse = _small_reverse_problem()
   names = _digit_names_problem()()
   # Two runs' folders as the trainer leaves them: the shared (or input)
   # vocabulary as vocab.model, a target one as vocab.targets.model.
