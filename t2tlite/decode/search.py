@@ -84,7 +84,8 @@ def int8_or_float(model, inputs, plan, search_weights=None, constraint=None,
                                 target_prefix))
 
 
-def fixed_search_weights(model, int8=False, weights_first=False):
+def fixed_search_weights(model, int8=False, weights_first=False,
+                         held=True):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
   decoder or an export of a checkpoint): `decode` then skips making
@@ -96,17 +97,29 @@ def fixed_search_weights(model, int8=False, weights_first=False):
   compute dtype stay the model's tf.Variables (no second copy); the others
   (casts, layouts, quantized kernels) are tensors made here.
 
+  int8 kernels made here never change, so they are held unless `held` is
+  false: oneDNN lays each out once, at a graph's first product, and keeps
+  it (`int8.held_product`: no copy of the weights at every step, no
+  transposed result), on every CPU whose TensorFlow has that product
+  (`int8.held_kernels_available`); weights_first then does not apply.
+
   Args:
     model: a Transformer (or anything with its search_weights).
     int8: the int8 search's weights (see DecodeHParams).
-    weights_first: their layout (`precision.int8_support`).
+    weights_first: their layout where they are not held
+      (`precision.int8_support`).
+    held: False for a graph that may run where TensorFlow lacks the held
+      product (an export: TF Serving's core ops only).
   Returns:
     a `SearchWeights` (an `EnsembleWeights` for an `Ensemble`), as
     `decode`'s search_weights.
   """
+  held = held and int8 and int8_layer.held_kernels_available()
   with tf.init_scope():
-    return model.search_weights(int8=int8, keep_variables=True,
-                                int8_weights_first=weights_first)
+    weights = model.search_weights(int8=int8, keep_variables=True,
+                                   int8_weights_first=weights_first and
+                                   not held)
+  return weights.held() if held else weights
 
 
 def decode(model, inputs, plan, constraint=None, search_weights=None,

@@ -377,8 +377,10 @@ class ServingModule(tf.Module):
       raise ValueError("an int8 export picks int8 at each request where it "
                        "is served: settle with int8_per_call=True")
     self.hp = settled.hp
+    # Not held: the held int8 product is no core op, and TF Serving may
+    # lack it (`exporter.check_serving_ops`).
     fixed = search.fixed_search_weights(model, settled.int8,
-                                        settled.weights_first)
+                                        settled.weights_first, held=False)
     weights, self.search_weights = _saved_search_weights(fixed)
     # Traced once, here, into concrete functions: tf.saved_model.save
     # traces a tf.function attribute again in its own context (its cache

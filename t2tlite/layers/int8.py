@@ -31,12 +31,26 @@ only with VNNI: the caller says which (`weights_first`; t2tlite.precision.
 int8_support decides it for a machine). Accuracy and speed by machine:
 BUILD_NOTES.md, "int8 decoding".
 
-The kernel computes only on TensorFlow's oneDNN path (see
+Weights made once for all searches (`search.fixed_search_weights`: a
+Decoder's, an export's) take neither road: they are `Int8HeldKernel`s,
+multiplied by oneDNN's fused int8 matmul (`_QuantizedMatMul`, `held_product`),
+which copies a constant kernel into its blocked layout at its first product
+and keeps it. The activations go first, as in the first form (so no
+[d_out, rows] result to transpose back, and 7-bit activations on every
+CPU), and the kernel applies the column scales itself.
+
+The kernels compute only on TensorFlow's oneDNN path (see
 `precision.int8_support`); `kernel_works` checks that in a graph.
 """
 import tensorflow as tf
+# The fused int8 matmul (`_QuantizedMatMul`) has no Python wrapper
+# (tf.raw_ops leaves out ops whose names start with "_"): it is added to
+# the graph through TensorFlow's own op-building helper.
+from tensorflow.python.framework import op_def_library
+from tensorflow.python.framework import op_def_registry
 
-from t2tlite.layers.search_weights import Int8Kernel, Int8WeightsFirstKernel
+from t2tlite.layers.search_weights import (Int8HeldKernel, Int8Kernel,
+                                           Int8WeightsFirstKernel)
 
 ACTIVATION_BITS = 7  # see above
 _TINY = 1e-12  # an all-zero row or column keeps its zeros
@@ -105,8 +119,20 @@ def rounded_scales(quantized, dtype):
   if isinstance(quantized, Int8WeightsFirstKernel):
     return Int8WeightsFirstKernel(quantized.weights_first,
                                   rounded(quantized.scales))
-  return Int8Kernel(quantized.kernel, rounded(quantized.column_sums),
-                    rounded(quantized.scales))
+  return type(quantized)(quantized.kernel, rounded(quantized.column_sums),
+                         rounded(quantized.scales))
+
+
+def held_kernels_available():
+  """Whether this TensorFlow build has the fused int8 matmul that
+  `held_product` adds to a graph (x86 builds with oneDNN have it)."""
+  return op_def_registry.get("_QuantizedMatMul") is not None
+
+
+def held(quantized):
+  """`quantized` (an `Int8Kernel`) as an `Int8HeldKernel`: only for
+  weights that never change while a graph multiplying by them lives."""
+  return Int8HeldKernel(*quantized)
 
 
 def quantize_rows(x, bits=ACTIVATION_BITS):
@@ -143,6 +169,37 @@ def normalized_product(shifted, quantized, bits=ACTIVATION_BITS):
       min_a=0.0, max_a=255.0 / steps, min_b=-1.0, max_b=1.0,
       min_freezed_output=-1.0, max_freezed_output=1.0, Toutput=tf.float32,
       input_quant_mode="SCALED")
+
+
+def held_product(shifted, quantized, bits=ACTIVATION_BITS):
+  """(x / row max) @ kernel, float32 [rows, d_out], from `quantize_rows`'s
+  first result and an `Int8HeldKernel`, by oneDNN's fused int8 matmul
+  with the kernel marked constant: its blocked copy is made at the first
+  product and kept by the op for every later one.
+
+  The same integer sums as `normalized_product`; the op scales them by
+  1 / steps (min_a, max_a: the activations' scaling) and by each column's
+  maximum / 127 (min_b, max_b per column), so the column scales need no
+  multiply of their own, then adds the bias, which removes the 64 shift.
+  """
+  steps = 2**(bits - 1) - 1
+  scales = tf.cast(quantized.scales, tf.float32)
+  bias = (-(steps + 1) / steps) * tf.cast(quantized.column_sums,
+                                          tf.float32) * scales
+  # The op's inputs in order: activations, kernel, bias, the activations'
+  # range, the kernel's range per column.
+  _, _, op, _ = op_def_library._apply_op_helper(
+      "_QuantizedMatMul", name="HeldInt8MatMul",
+      device_inputs=[shifted, tf.bitcast(quantized.kernel, tf.qint8), bias,
+                     tf.constant(0.0), tf.constant(255.0 / steps),
+                     -scales, scales],
+      host_inputs=[], T1=tf.quint8, T2=tf.qint8, Tbias=tf.float32,
+      Tout=tf.float32, U=tf.float32, Tdevice_outputs=[tf.float32],
+      Thost_outputs=[], transpose_a=False, transpose_b=False,
+      is_weight_const=True, is_bias_const=True,
+      fused_ops=["BiasAdd", "Dequantize"], input_quant_mode="SCALED",
+      output_quant_mode="SCALED", leakyrelu_alpha=0.2)
+  return op.outputs[0]
 
 
 def weights_first_product(x, quantized, bits=ACTIVATION_BITS):
@@ -228,17 +285,26 @@ def weights_first_feed_forward(x, w1, b1, w2, b2, bits=ACTIVATION_BITS):
 
 
 def matmul(x, quantized, bits=ACTIVATION_BITS):
-  """x @ kernel with the kernel from `quantize_kernel` (either layout).
+  """x @ kernel with the kernel from `quantize_kernel` (either layout) or
+  `held`.
 
   Args:
     x: float [rows, d_in]; rows > 0 for an `Int8WeightsFirstKernel`
       (oneDNN makes no product of zero columns).
     quantized: `quantize_kernel`'s result for a [d_in, d_out] kernel (an
-      `Int8Kernel` or an `Int8WeightsFirstKernel`).
+      `Int8Kernel` or an `Int8WeightsFirstKernel`), or an `Int8HeldKernel`.
     bits: the activations' (`quantize_rows`).
   Returns:
     [rows, d_out] in x's dtype.
   """
+  if isinstance(quantized, Int8HeldKernel):
+    if not tf.executing_eagerly():
+      shifted, row_scales = quantize_rows(x, bits)
+      return tf.cast(held_product(shifted, quantized, bits) * row_scales,
+                     x.dtype)
+    # Eagerly there is no graph to hold it: the same product, laid out
+    # at this call.
+    quantized = Int8Kernel(*quantized)
   if isinstance(quantized, Int8WeightsFirstKernel):
     normalized, row_scales = weights_first_product(x, quantized, bits)
   else:

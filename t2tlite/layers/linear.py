@@ -25,7 +25,8 @@ instead (`t2tlite.layers.int8`). `multiply` takes any kernel variant
 import tensorflow as tf
 
 from t2tlite.layers import int8, shapes
-from t2tlite.layers.search_weights import (FloatKernel, Int8Kernel,
+from t2tlite.layers.search_weights import (FloatKernel, Int8HeldKernel,
+                                           Int8Kernel,
                                            Int8WeightsFirstKernel,
                                            LaidOutKernel, fused_key)
 
@@ -120,8 +121,9 @@ def multiply(x, kernel):
 
   Args:
     x: [..., d_in].
-    kernel: a `FloatKernel`, `LaidOutKernel`, `Int8Kernel` or
-      `Int8WeightsFirstKernel` of a [d_in, d_out] kernel.
+    kernel: a `FloatKernel`, `LaidOutKernel`, `Int8Kernel`,
+      `Int8WeightsFirstKernel` or `Int8HeldKernel` of a [d_in, d_out]
+      kernel.
   Returns:
     [..., d_out], in x's dtype.
   """
@@ -134,7 +136,7 @@ def multiply(x, kernel):
     return with_leading_axes(flat, x, d_out)
   if isinstance(kernel, Int8WeightsFirstKernel):
     d_out, d_in = kernel.weights_first.shape
-  elif isinstance(kernel, Int8Kernel):
+  elif isinstance(kernel, (Int8Kernel, Int8HeldKernel)):
     d_in, d_out = kernel.kernel.shape
   else:
     raise TypeError(f"not a kernel variant: {type(kernel).__name__}")

@@ -11,6 +11,8 @@ Each variant is its own type, saying what the kernel is:
     Int8Kernel              int8 [d_in, d_out], multiplied in int8
     Int8WeightsFirstKernel  uint8 [d_out, d_in], the int8 product's first
                             operand (`t2tlite.layers.int8`)
+    Int8HeldKernel          an Int8Kernel that never changes, which oneDNN
+                            lays out once and keeps (weights made once)
 
 `linear.multiply` multiplies by any of them. An ensemble's weights are an
 `EnsembleWeights`, one `SearchWeights` per member.
@@ -59,7 +61,23 @@ class Int8WeightsFirstKernel(typing.NamedTuple):
   scales: typing.Any
 
 
-INT8_KERNELS = (Int8Kernel, Int8WeightsFirstKernel)
+class Int8HeldKernel(typing.NamedTuple):
+  """An `Int8Kernel` whose values stay the same for as long as any graph
+  that multiplies by it lives: a search's weights made once
+  (`search.fixed_search_weights`), captured by a Decoder's graph or saved
+  in an export. oneDNN copies it into its own layout at the graph's first
+  product and keeps that copy (`int8.held_product`), where an `Int8Kernel`
+  is copied at every product. Never a tf.function argument that a later
+  call changes: that call would multiply by the first one's copy.
+
+  kernel, column_sums, scales: as `Int8Kernel`'s.
+  """
+  kernel: typing.Any
+  column_sums: typing.Any
+  scales: typing.Any
+
+
+INT8_KERNELS = (Int8Kernel, Int8WeightsFirstKernel, Int8HeldKernel)
 
 
 class SearchWeights(typing.NamedTuple):
@@ -108,6 +126,16 @@ class SearchWeights(typing.NamedTuple):
     `table`, or None (the table is multiplied transposed)."""
     return self.output_kernels.get(table.path)
 
+  def held(self):
+    """These weights with each `Int8Kernel` an `Int8HeldKernel`: only for
+    weights that never change (`search.fixed_search_weights`)."""
+    def hold(kernels):
+      return {key: Int8HeldKernel(*kernel) if type(kernel) is Int8Kernel
+              else kernel for key, kernel in kernels.items()}
+
+    return self._replace(kernels=hold(self.kernels),
+                         output_kernels=hold(self.output_kernels))
+
 
 def fused_key(variables):
   """The `SearchWeights.kernels` key of the kernel that multiplies by all
@@ -124,3 +152,7 @@ class EnsembleWeights(typing.NamedTuple):
   def int8(self):
     """Whether these are an int8 search's weights (every member's)."""
     return all(weights.int8 for weights in self.members)
+
+  def held(self):
+    """Each member's `SearchWeights.held`."""
+    return EnsembleWeights(tuple(weights.held() for weights in self.members))

@@ -123,6 +123,21 @@ def test_the_traced_search_does_not_make_the_weights(tiny_searcher):
 
 
 @needs_int8
+def test_int8_weights_made_once_are_held(tiny_searcher):
+  """Fixed int8 kernels never change, so their products are the held
+  ones (oneDNN keeps its layout of each); weights made in the graph at
+  every call are not held."""
+  def ops(fixed):
+    graph = tiny_searcher(True, 2, fixed).get_concrete_function(
+        INPUTS).graph
+    return graph_ops(graph)
+
+  assert "_QuantizedMatMul" in ops(fixed=True)
+  assert "QuantizedMatMulWithBiasAndDequantize" not in ops(fixed=True)
+  assert "_QuantizedMatMul" not in ops(fixed=False)
+
+
+@needs_int8
 def test_weights_made_per_call_are_in_the_settled_layout(tiny_model):
   """The plan carries the int8 layout settled for the machine: weights
   made in the graph use it, as a Decoder's fixed ones do (weights first,

@@ -8,7 +8,8 @@ from t2tlite import hardware
 from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.layers import int8
-from t2tlite.layers.search_weights import Int8Kernel, Int8WeightsFirstKernel
+from t2tlite.layers.search_weights import (Int8HeldKernel, Int8Kernel,
+                                           Int8WeightsFirstKernel)
 
 from int8_kernel import needs_int8
 
@@ -59,6 +60,58 @@ def test_both_layouts_compute_the_same_integer_sums():
   np.testing.assert_allclose(first, second, rtol=0, atol=2e-4)
   exact = x.numpy() @ kernel.numpy()
   assert relative_error(first.numpy(), exact) < 0.03
+
+
+def _graph_product(held):
+  """A tf.function of x @ `held`, which its graph holds."""
+  return tf.function(lambda x: int8.matmul(x, held), autograph=False)
+
+
+@needs_int8
+def test_a_held_kernel_gives_the_activations_first_product():
+  rng = np.random.default_rng(2)
+  x = tf.constant(rng.standard_normal([33, 64]).astype(np.float32))
+  kernel = tf.constant(rng.standard_normal([64, 300]).astype(np.float32))
+  quantized = int8.quantize_kernel(kernel)
+  held = int8.held(quantized)
+  assert isinstance(held, Int8HeldKernel)
+  product = _graph_product(held)
+  ops = {op.type for op in product.get_concrete_function(x).graph
+         .get_operations()}
+  assert "_QuantizedMatMul" in ops
+  assert "QuantizedMatMulWithBiasAndDequantize" not in ops
+  # The same integer sums; the column scales are applied by the kernel,
+  # the shift removed by its bias, so the float32 rounding differs.
+  expected = int8.matmul(x, quantized).numpy()
+  np.testing.assert_allclose(product(x), expected, rtol=0, atol=2e-4)
+  exact = x.numpy() @ kernel.numpy()
+  assert 1e-5 < relative_error(product(x).numpy(), exact) < 0.03
+  # Eagerly there is no graph to hold it: the activations-first product.
+  np.testing.assert_array_equal(int8.matmul(x, held), expected)
+
+
+@needs_int8
+def test_each_graph_holds_the_kernel_it_was_traced_with():
+  # oneDNN keeps the copy it made at an op's first product: graphs of the
+  # same shapes, each traced with its own held kernel, must each keep
+  # multiplying by theirs, in any order of calls.
+  rng = np.random.default_rng(3)
+  x = tf.constant(rng.standard_normal([5, 32]).astype(np.float32))
+  kernels = [int8.quantize_kernel(tf.constant(
+      rng.standard_normal([32, 16]).astype(np.float32))) for _ in range(2)]
+  products = [_graph_product(int8.held(kernel)) for kernel in kernels]
+  for _ in range(2):
+    for product, kernel in zip(products, kernels):
+      np.testing.assert_allclose(product(x), int8.matmul(x, kernel),
+                                 rtol=0, atol=2e-4)
+
+
+@needs_int8
+def test_a_held_kernel_keeps_the_input_dtype_and_takes_no_rows():
+  held = int8.held(int8.quantize_kernel(tf.random.normal([16, 8])))
+  x = tf.cast(tf.random.normal([4, 16]), tf.bfloat16)
+  assert _graph_product(held)(x).dtype == tf.bfloat16
+  assert _graph_product(held)(tf.zeros([0, 16])).shape == (0, 8)
 
 
 @needs_int8
