@@ -64,11 +64,12 @@ class Int8WeightsFirstKernel(typing.NamedTuple):
 class Int8HeldKernel(typing.NamedTuple):
   """An `Int8Kernel` whose values stay the same for as long as any graph
   that multiplies by it lives: a search's weights made once
-  (`search.fixed_search_weights`), captured by a Decoder's graph or saved
-  in an export. oneDNN copies it into its own layout at the graph's first
-  product and keeps that copy (`int8.held_product`), where an `Int8Kernel`
-  is copied at every product. Never a tf.function argument that a later
-  call changes: that call would multiply by the first one's copy.
+  (`search.fixed_search_weights`), captured by a Decoder's graph (an
+  export keeps core ops only). oneDNN copies it into its own layout at the
+  graph's first product and keeps that copy (`int8.held_product`), where
+  an `Int8Kernel` is copied at every product. Never a tf.function argument
+  that a later call changes: that call would multiply by the first one's
+  copy.
 
   kernel, column_sums, scales: as `Int8Kernel`'s.
   """
