@@ -35,9 +35,10 @@ Weights made once for all searches (`search.fixed_search_weights`: a
 Decoder's, not an export's, which keeps to core ops) take neither road:
 they are `Int8HeldKernel`s, multiplied by oneDNN's fused int8 matmul
 (`_QuantizedMatMul`, `held_product`), which copies a constant kernel into
-its blocked layout at its first product and keeps it. The activations go first, as in the first form (so no
-[d_out, rows] result to transpose back, and 7-bit activations on every
-CPU), and the kernel applies the column scales itself.
+its blocked layout at its first product and keeps it. The activations go
+first, as in the first form (so no [d_out, rows] result to transpose back,
+and 7-bit activations on every CPU), and the kernel applies the column
+scales itself.
 
 The kernels compute only on TensorFlow's oneDNN path (see
 `precision.int8_support`); `kernel_works` checks that in a graph.
