@@ -47,6 +47,7 @@ import tensorflow as tf
 # The fused int8 matmul (`_QuantizedMatMul`) has no Python wrapper
 # (tf.raw_ops leaves out ops whose names start with "_"): it is added to
 # the graph through TensorFlow's own op-building helper.
+from tensorflow.python.framework import func_graph
 from tensorflow.python.framework import op_def_library
 from tensorflow.python.framework import op_def_registry
 
@@ -183,6 +184,11 @@ def held_product(shifted, quantized, bits=ACTIVATION_BITS):
   maximum / 127 (min_b, max_b per column), so the column scales need no
   multiply of their own, then adds the bias, which removes the 64 shift.
   """
+  if _passed_as_argument(quantized.kernel):
+    raise ValueError(
+        "an Int8HeldKernel is an argument of this tf.function: oneDNN would "
+        "keep the first call's kernel for every later call; capture it "
+        "instead (a closure), or pass an Int8Kernel")
   steps = 2**(bits - 1) - 1
   scales = tf.cast(quantized.scales, tf.float32)
   bias = (-(steps + 1) / steps) * tf.cast(quantized.column_sums,
@@ -201,6 +207,19 @@ def held_product(shifted, quantized, bits=ACTIVATION_BITS):
       fused_ops=["BiasAdd", "Dequantize"], input_quant_mode="SCALED",
       output_quant_mode="SCALED", leakyrelu_alpha=0.2)
   return op.outputs[0]
+
+
+def _passed_as_argument(tensor):
+  """Whether `tensor` enters the tf.function being traced (or one it is
+  traced inside) as an argument, which each call may change, rather than
+  as a captured tensor or a value made in the graph."""
+  while isinstance(getattr(tensor, "graph", None), func_graph.FuncGraph):
+    graph = tensor.graph
+    outer = {id(inner): outer for outer, inner in graph.captures}
+    if id(tensor) not in outer:
+      return any(tensor is argument for argument in graph.inputs)
+    tensor = outer[id(tensor)]  # captured: where it comes from
+  return False
 
 
 def weights_first_product(x, quantized, bits=ACTIVATION_BITS):

@@ -107,6 +107,25 @@ def test_each_graph_holds_the_kernel_it_was_traced_with():
 
 
 @needs_int8
+def test_a_held_kernel_is_refused_as_a_functions_argument():
+  # Each call could pass another kernel, and the op would keep the first.
+  held = int8.held(int8.quantize_kernel(tf.random.normal([16, 8])))
+  x = tf.random.normal([4, 16])
+  as_argument = tf.function(int8.matmul, autograph=False)
+  with pytest.raises(ValueError, match="argument of this tf.function"):
+    as_argument(x, held)
+
+  # Nor through a function traced inside one that takes it.
+  def outer(x, held):
+    return tf.function(lambda: int8.matmul(x, held), autograph=False)()
+
+  with pytest.raises(ValueError, match="argument of this tf.function"):
+    tf.function(outer, autograph=False)(x, held)
+  # Captured, it is multiplied by.
+  assert _graph_product(held)(x).shape == (4, 8)
+
+
+@needs_int8
 def test_a_held_kernel_keeps_the_input_dtype_and_takes_no_rows():
   held = int8.held(int8.quantize_kernel(tf.random.normal([16, 8])))
   x = tf.cast(tf.random.normal([4, 16]), tf.bfloat16)
