@@ -183,8 +183,10 @@ class Int8Support:
   Attributes:
     available: the quantized kernel computes here.
     reason: why (or why not), naming what is missing.
-    weights_first: the int8 layout (`t2tlite.layers.int8`): the weights as
-      the kernel's first operand, fast where oneDNN may use VNNI.
+    weights_first: the int8 layout of weights made in a graph (an
+      export's; `t2tlite.layers.int8`): the weights as the kernel's first
+      operand, fast where oneDNN may use VNNI. A Decoder's are held by
+      oneDNN in its own layout (`search.fixed_search_weights`).
   """
   available: bool
   reason: str
@@ -285,7 +287,7 @@ def main(argv=None):
   if choice.onednn:
     print(f"kernels: {choice.onednn}")
   int8 = int8_support(device)
-  layout = ", weights first" if int8.weights_first else ""
+  layout = ", weights first in exports" if int8.weights_first else ""
   print(f"int8 decoding: {'available' if int8.available else 'unavailable'} "
         f"({int8.reason}{layout})")
 
