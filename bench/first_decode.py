@@ -8,6 +8,7 @@ Each run is a fresh process (a trace is made once a process), with
 TensorFlow's threads as t2t-decoder sets them: it loads the model, builds
 a `Decoder`, then times one batch of one line (the trace and the run) and
 one batch of two lines of other lengths (a new shape, no new trace).
+It starts as the t2t-* commands start (`t2tlite.bin`).
 Prints JSON lines: the machine (bench/export_latency.py's), one line a run,
 then the medians. XLA's compiled searches are kept as the commands keep
 them (`t2tlite.xla_cache`): with xla_lines, a run loads what an earlier
@@ -26,8 +27,9 @@ NEXT_LINES = ["1 2 3 4 5 6", "1 2"]
 
 def one_run(output_dir, decode_hparams):
   """{"first_s", "next_s"} of a Decoder in this process."""
-  from t2tlite import xla_cache
-  xla_cache.install()  # as the commands: XLA's compiled searches kept
+  # Started as the t2t-* commands start (t2tlite.bin): TensorFlow loaded
+  # lean and out of the garbage collector's reach, XLA's searches kept.
+  import t2tlite.bin  # noqa: F401
   from serve_load import run_decoder  # sets oneDNN before TensorFlow loads
   from t2tlite import problem_decoding, run_dir
   from t2tlite.decode.machine import settle

@@ -11,6 +11,7 @@ import pytest
 # Before anything imports TensorFlow: t2tlite turns oneDNN on as it loads
 # (t2tlite.onednn), for this process as for the commands it starts.
 import t2tlite  # noqa: F401
+from t2tlite import lean_start
 
 # Under pytest-xdist each worker, and every command it starts, computes with
 # one TensorFlow thread: the workers already keep both cores busy, and two
@@ -98,6 +99,15 @@ def _is_worker(config):
 
 
 def pytest_configure(config):
+  if _is_worker(config) or not config.getoption("numprocesses", default=0):
+    # A process that runs tests (not pytest-xdist's controller) imports
+    # TensorFlow once and keeps it: its objects are frozen out of the
+    # garbage collector's reach, as the commands freeze them
+    # (t2tlite.lean_start), or its full collections would walk them again
+    # and again while the tests trace their graphs (about a tenth of an
+    # in-process test file's time).
+    with lean_start.collector_paused_then_frozen():
+      import tensorflow  # noqa: F401
   if _is_worker(config):
     return
   _CONTROLLER["config"] = config

@@ -2,6 +2,7 @@
 TensorFlow and Keras import (notebook display, image galleries and
 loading, legacy HDF5 and sparse support) hidden while TensorFlow loads,
 importable after."""
+import gc
 import importlib.util
 import json
 import os
@@ -32,34 +33,70 @@ def test_hidden_modules_raise_import_error_then_import_again():
 
 
 # In a fresh process: which of the hidden modules TensorFlow's import loaded
-# (after `start`), whether pyplot imports afterwards; stderr as printed.
+# (after `start`), whether pyplot imports afterwards, how many objects the
+# garbage collector has frozen and whether it is on; stderr as printed. A
+# file is written after the import and left open: the exit must flush it.
 FRESH = """
-import json, sys
+import gc, json, sys
 {start}
 import tensorflow
 loaded = [name for name in {names} if name in sys.modules]
 import matplotlib.pyplot
-print(json.dumps([loaded, sys.modules["matplotlib.pyplot"] is not None]))
+left_open = open({left_open!r}, "w")
+left_open.write("flushed at exit")
+print(json.dumps([loaded, sys.modules["matplotlib.pyplot"] is not None,
+                  gc.get_freeze_count(), gc.isenabled()]))
 """
 
 
-def _fresh(start):
+def _fresh(start, tmp_path):
+  """(loaded, pyplot imports, frozen objects, collector on, stderr)."""
   environ = {k: v for k, v in os.environ.items()
              if k != "TF_CPP_MIN_LOG_LEVEL"}  # so that quiet applies
+  left_open = tmp_path / "left_open.txt"
   result = subprocess.run(
       [sys.executable, "-c", FRESH.format(
-          start=start, names=lean_start.UNUSED_BY_THE_COMMANDS)],
+          start=start, names=lean_start.UNUSED_BY_THE_COMMANDS,
+          left_open=str(left_open))],
       env=environ, capture_output=True, text=True, timeout=120, check=True)
-  loaded, pyplot_imports = json.loads(result.stdout.splitlines()[-1])
-  return loaded, pyplot_imports, result.stderr
+  assert left_open.read_text() == "flushed at exit"
+  loaded, pyplot_imports, frozen, collector_on = json.loads(
+      result.stdout.splitlines()[-1])
+  return loaded, pyplot_imports, frozen, collector_on, result.stderr
 
 
-def test_a_command_loads_tensorflow_without_them_and_quietly():
-  loaded, pyplot_imports, stderr = _fresh("import t2tlite.bin")
+def test_a_command_loads_tensorflow_without_them_and_quietly(tmp_path):
+  loaded, pyplot_imports, frozen, collector_on, stderr = _fresh(
+      "import t2tlite.bin", tmp_path)
   assert loaded == [] and pyplot_imports
   assert [line for line in stderr.splitlines() if quiet.is_notice(line)] == (
       []), stderr
-  # The library leaves imports alone: there Keras loads matplotlib (a
-  # t2tlite dependency) and h5py (a Keras one), which the commands skip.
-  loaded, _, _ = _fresh("import t2tlite")
+  # TensorFlow's own objects frozen (hundreds of thousands), the collector
+  # on again for what comes after.
+  assert frozen > 100_000 and collector_on, (frozen, collector_on)
+  # The library leaves imports and the collector alone: there Keras loads
+  # matplotlib (a t2tlite dependency) and h5py (a Keras one), which the
+  # commands skip.
+  loaded, _, frozen, collector_on, _ = _fresh("import t2tlite", tmp_path)
   assert {"matplotlib", "h5py"} <= set(loaded), loaded
+  assert frozen == 0 and collector_on
+
+
+def test_the_collector_is_paused_then_what_was_made_frozen():
+  frozen_before = gc.get_freeze_count()
+  with lean_start.collector_paused_then_frozen():
+    assert not gc.isenabled()
+    made_inside = [[] for _ in range(1000)]
+  made_after = []
+  assert gc.isenabled()
+  assert gc.get_freeze_count() >= frozen_before + 1001
+  # Frozen objects are out of the collector's generations; later ones in.
+  tracked = {id(obj) for obj in gc.get_objects()}
+  assert id(made_inside[0]) not in tracked and id(made_after) in tracked
+  gc.disable()
+  try:  # a collector the caller turned off stays off
+    with lean_start.collector_paused_then_frozen():
+      pass
+    assert not gc.isenabled()
+  finally:
+    gc.enable()
