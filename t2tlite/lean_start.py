@@ -16,7 +16,7 @@ notebook keeps Keras's notebook display and image helpers.
 
 The same first import also runs without Python's cyclic garbage collector,
 and what it made is then frozen (`gc.freeze`): TensorFlow's import makes
-about 430,000 objects that live as long as the process, which the
+about 424,000 objects that live as long as the process, which the
 collector would walk at each of its full collections, while they are made
 and at the process's exit (a t2t-decoder of one line 5.71 -> 5.03 CPU-s on
 the Xeon with AMX; docs/performance_log.md, 2026-11-29, "TensorFlow's

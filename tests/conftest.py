@@ -104,8 +104,8 @@ def pytest_configure(config):
     # TensorFlow once and keeps it: its objects are frozen out of the
     # garbage collector's reach, as the commands freeze them
     # (t2tlite.lean_start), or its full collections would walk them again
-    # and again while the tests trace their graphs (about a tenth of an
-    # in-process test file's time).
+    # and again while the tests trace their graphs (a tenth of the time of
+    # test_beam_search.py and test_model.py run in one process).
     with lean_start.collector_paused_then_frozen():
       import tensorflow  # noqa: F401
   if _is_worker(config):
