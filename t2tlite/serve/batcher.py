@@ -30,7 +30,9 @@ decoded at once when full, else once both hold:
     send their next requests meanwhile and join this batch instead of
     waiting for the next one (without it, a batch holds half of the
     clients, who wait while the other half computes); once all of them
-    may be back, waiting longer would leave the cores idle.
+    may be back, waiting longer would leave the cores idle, so the batch
+    is then decoded at once, without a quiet window either (one client
+    sending line after line waits for no window).
 
 A request larger than the limits is decoded alone, never split. A request
 may ask to be decoded alone (`alone=True`): its batch holds only its own
@@ -218,6 +220,8 @@ class Batcher:
                        min(latest + window, oldest + self._patience))
         if self._queued_lines < self._linger_lines:  # more may come back
           ready_at = max(ready_at, self._linger_until)
+        elif time.monotonic() < self._linger_until:
+          ready_at = 0.0  # all may be back: no quiet window either
         wait = ready_at - time.monotonic()
         if full or wait <= 0 or not self._taking:
           break

@@ -211,7 +211,9 @@ def test_a_burst_shares_a_batch_and_a_stream_waits_no_longer_than_patience(
     for thread in threads:
       thread.join(30)
 
-  assert batcher.submit("k", ["a"]) == ["A"]
+  # Five lines, so that the burst of four never holds as many lines as
+  # this batch answered (which would end the linger at once).
+  assert batcher.submit("k", list("vwxyz")) == list("VWXYZ")
   # 0.25 s apart, within the window of each other: one batch, though the
   # last came after the first's window.
   send(["b", "c", "d", "e"], 0.25)
@@ -223,6 +225,20 @@ def test_a_burst_shares_a_batch_and_a_stream_waits_no_longer_than_patience(
   formed = decode.batches[2:]
   assert [line for batch in formed for line in batch] == stream
   assert len(formed) >= 2 and 2 <= len(formed[0]) <= 20, formed
+  assert batcher.drain(10)
+
+
+def test_a_client_back_within_the_linger_waits_for_no_window(monkeypatch):
+  """One client sending line after line: its first line waits the quiet
+  window (1 s), the next ones, back as the linger expects, do not."""
+  batcher, decode = _timed_batcher(monkeypatch, 2.0, window_secs=1.0)
+  took = []
+  for line in "abc":
+    start = time.monotonic()
+    assert batcher.submit("k", [line]) == [line.upper()]
+    took.append(time.monotonic() - start)
+  assert took[0] >= 1.2 and max(took[1:]) < 0.7, took  # decode: 0.2 s
+  assert decode.batches == [["a"], ["b"], ["c"]]
   assert batcher.drain(10)
 
 
