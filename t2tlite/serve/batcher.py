@@ -218,11 +218,12 @@ class Batcher:
         # A quiet window after the latest, within patience of the oldest.
         ready_at = max(oldest + window,
                        min(latest + window, oldest + self._patience))
+        now = time.monotonic()
         if self._queued_lines < self._linger_lines:  # more may come back
           ready_at = max(ready_at, self._linger_until)
-        elif time.monotonic() < self._linger_until:
-          ready_at = 0.0  # all may be back: no quiet window either
-        wait = ready_at - time.monotonic()
+        elif now < self._linger_until:
+          ready_at = now  # all may be back: no quiet window either
+        wait = ready_at - now
         if full or wait <= 0 or not self._taking:
           break
         self._cond.wait(wait)
