@@ -38,11 +38,12 @@ def _run():
     raise app.UsageError(f"{len(FLAGS.input)} --input but {len(targets)} "
                          "--target flags: give one --target per --input, or "
                          "none.")
-  _, settled = run_flags.settled_decode("Attention")
-  run = run_flags.load_trained(settled)
-  if run.ensemble and FLAGS.target:
+  if FLAGS.target and "," in (FLAGS.checkpoint_path or ""):
+    # An ensemble (run_dir.split_ensemble), refused before anything loads.
     raise app.UsageError("--target is for one model: an ensemble's maps are "
                          "of its own output (leave --target out).")
+  _, settled = run_flags.settled_decode("Attention")
+  run = run_flags.load_trained(settled)
   decoder = None
   maps = []
   for source, target in zip(FLAGS.input, targets):

@@ -1,6 +1,8 @@
 """t2t-attention of an ensemble (--checkpoint_path=A,B): each member's maps
-of the ensemble's own output, labelled by member; --target is refused."""
+of the ensemble's own output, labelled by member; --target is refused
+before anything loads."""
 import os
+import re
 import subprocess
 import sys
 
@@ -32,3 +34,7 @@ def test_each_member_has_its_maps(tmp_path_factory, tmp_path):
   refused = attention(folders, tmp_path / "again", "--target=Zwei Hunde.")
   assert refused.returncode != 0
   assert "--target is for one model" in refused.stderr
+  # Before the decode settings are settled (their log lines) or a model
+  # loads.
+  assert not re.search(r"^\d\d:\d\d:\d\d (machine|precision): ",
+                       refused.stderr, re.MULTILINE), refused.stderr
