@@ -46,3 +46,20 @@ def read_lines(path):
     raise FileNotFoundError(f"{path}: no such file") from None
   except UnicodeDecodeError as error:
     raise ValueError(f"{path}: not UTF-8 text ({error})") from None
+
+
+def split_ensemble(value, flag):
+  """The members a comma-separated `value` of flag `flag` names (user
+  paths expanded), or None when it names one model.
+
+  Raises:
+    ValueError: an empty name between commas.
+  """
+  value = value or ""
+  if "," not in value:
+    return None
+  paths = [os.path.expanduser(p.strip()) for p in value.split(",")]
+  if not all(paths):
+    raise ValueError(f"--{flag}={value}: an empty name between commas "
+                     "(expected A,B,... checkpoints or run folders)")
+  return paths

@@ -13,6 +13,7 @@ they are settled (`machine.settle`) once a process, before the model loads
 """
 import dataclasses
 
+from t2tlite import files
 from t2tlite import problem as problem_lib
 from t2tlite import problem_decoding
 from t2tlite import run_dir
@@ -77,7 +78,7 @@ def load_run(output_dir, checkpoint=None, dtype=None):
     ValueError: ensemble members of different problems or vocabularies.
   """
   members = (list(checkpoint) if isinstance(checkpoint, (list, tuple)) else
-             run_dir.split_ensemble(checkpoint, "checkpoint_path"))
+             files.split_ensemble(checkpoint, "checkpoint_path"))
   if members:
     model, info, path = run_dir.load_ensemble(output_dir, members,
                                               dtype=dtype)

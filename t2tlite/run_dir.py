@@ -388,22 +388,6 @@ def load_models(output_dir, paths, dtype=None):
   return models, members[0][0], [checkpoint for _, checkpoint in members]
 
 
-def split_ensemble(value, flag):
-  """The members a comma-separated `value` of flag `flag` names (user
-  paths expanded), or None when it names one model.
-
-  Raises:
-    ValueError: an empty name between commas.
-  """
-  value = value or ""
-  if "," not in value:
-    return None
-  paths = [os.path.expanduser(p.strip()) for p in value.split(",")]
-  if not all(paths):
-    raise ValueError(f"--{flag}={value}: an empty name between commas "
-                     "(expected A,B,... checkpoints or run folders)")
-  return paths
-
 
 def load_ensemble(output_dir, paths, dtype=None):
   """`load_models` as one model: (decode.ensemble.Ensemble, the first

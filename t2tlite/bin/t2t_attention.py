@@ -14,6 +14,7 @@ PLOT_DIR/index.html showing them.
 from absl import app
 from absl import flags
 
+from t2tlite import files
 from t2tlite.bin import console, lazy
 from t2tlite.bin import precision_flags, run_flags
 
@@ -38,8 +39,9 @@ def _run():
     raise app.UsageError(f"{len(FLAGS.input)} --input but {len(targets)} "
                          "--target flags: give one --target per --input, or "
                          "none.")
-  if FLAGS.target and "," in (FLAGS.checkpoint_path or ""):
-    # An ensemble (run_dir.split_ensemble), refused before anything loads.
+  if FLAGS.target and files.split_ensemble(FLAGS.checkpoint_path,
+                                           "checkpoint_path"):
+    # An ensemble, refused before anything loads.
     raise app.UsageError("--target is for one model: an ensemble's maps are "
                          "of its own output (leave --target out).")
   _, settled = run_flags.settled_decode("Attention")

@@ -144,7 +144,7 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
   if precision not in precision_lib.EXPORT_PRECISIONS:
     raise ValueError(f"export precision {precision!r}: expected "
                      f"{' or '.join(precision_lib.EXPORT_PRECISIONS)}")
-  if run_dir.split_ensemble(checkpoint_path, "checkpoint_path"):
+  if files.split_ensemble(checkpoint_path, "checkpoint_path"):
     raise ValueError(f"--checkpoint_path={checkpoint_path}: an export holds "
                      "one model, not an ensemble (t2t-decoder and t2t-serve "
                      "decode ensembles)")

@@ -166,8 +166,8 @@ class ModelSource:
         or an ensemble member without a checkpoint.
       ValueError: ensemble members of different problems or vocabularies.
     """
-    from t2tlite import run_dir
-    members = run_dir.split_ensemble(path, "model")
+    from t2tlite import files
+    members = files.split_ensemble(path, "model")
     if members:
       return cls._open_ensemble([os.path.abspath(p) for p in members])
     path = os.path.abspath(os.path.expanduser(path))
