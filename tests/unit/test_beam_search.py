@@ -226,8 +226,11 @@ def eos_loving_model():
 def test_min_length_reaches_every_search_from_decode_hparams(settings):
   model = eos_loving_model()
   for min_length in (0, 4):
+    # One search: each block of concurrent ones takes the same rules
+    # (StepRules.of in search.decode), and one search traces no block
+    # function at every call.
     settled = machine.settle(DecodeHParams.parse(
-        f"{settings},min_length={min_length}"))
+        f"{settings},min_length={min_length},concurrent_searches=1"))
     outputs = search_module.search_with_hparams(model, INPUTS,
                                                 settled)["outputs"].numpy()
     first_eos = [trim(row).index(EOS) if EOS in row else None
@@ -265,8 +268,11 @@ def test_no_repeat_ngram_size_reaches_every_search(tiny_model, settings):
   inputs = tf.constant([[5, 6, 7, 1, 0, 0]] * 4)
   counts = {}
   for n in (0, 2):
+    # One search, as in the min_length test above; outputs of 12 tokens,
+    # in which a bigram's ban reaches back to the first token.
     settled = machine.settle(DecodeHParams.parse(
-        f"{settings},no_repeat_ngram_size={n},extra_length=20"))
+        f"{settings},no_repeat_ngram_size={n},extra_length=8,"
+        "concurrent_searches=1"))
     outputs = search_module.search_with_hparams(tiny_model, inputs,
                                                 settled)["outputs"].numpy()
     counts[n] = sum(repeated_ngrams(row, 2) for row in outputs)
@@ -301,32 +307,57 @@ def uncached_decode_step(model):
   return step_fn
 
 
+SEARCH_LENGTH = 10
+
+
+def search_of(beam_size):
+  """search(step, cache): greedy search (beam_size 1) or beam search over
+  SEARCH_LENGTH steps, as (ids [batch, beams, length], scores [batch,
+  beams])."""
+  def search(step, cache):
+    if beam_size == 1:
+      ids, scores = greedy_search(step, cache, SEARCH_LENGTH)
+      return ids[:, tf.newaxis], scores[:, tf.newaxis]
+    return beam_search(step, cache, beam_size, SEARCH_LENGTH, alpha=0.6,
+                       return_beams=True)
+  return search
+
+
+@pytest.fixture(scope="module")
+def uncached_search(tiny_model):
+  """uncached_search(beam_size): (ids, scores) numpy arrays of INPUTS
+  searched with `uncached_decode_step(tiny_model)`; made once a beam size,
+  as the cases of both cache kinds compare with the same search."""
+  made = {}
+
+  def get(beam_size):
+    if beam_size not in made:
+      fn = tf.function(lambda x: search_of(beam_size)(
+          uncached_decode_step(tiny_model),
+          {"inputs": x,
+           "prefix": tf.zeros([tf.shape(x)[0], SEARCH_LENGTH], tf.int32)}),
+                       autograph=False)
+      made[beam_size] = tuple(t.numpy() for t in fn(INPUTS))
+    return made[beam_size]
+  return get
+
+
 # Greedy search over fixed caches finds what it finds over growing ones
 # (test_xla_compiled_search_matches): the beams, which reorder the caches,
 # are searched over both.
 @pytest.mark.parametrize("beam_size,growing", [(1, True), (4, False),
                                                (4, True)])
-def test_cached_and_uncached_decoding_agree(tiny_model, beam_size, growing):
+def test_cached_and_uncached_decoding_agree(tiny_model, uncached_search,
+                                            beam_size, growing):
   """The search's cached step (2-D matmuls, the per-search output kernel,
   growing or fixed caches) picks the same ids as the teacher-forced call
   rerun on every prefix."""
-  length = 10
-
-  def search(step, cache):
-    if beam_size == 1:
-      ids, scores = greedy_search(step, cache, length)
-      return ids[:, tf.newaxis], scores[:, tf.newaxis]
-    return beam_search(step, cache, beam_size, length, alpha=0.6,
-                       return_beams=True)
-
-  cached = tf.function(lambda x: search(*tiny_model.prepare_decoding(
-      x, None if growing else length)), autograph=False)
-  uncached = tf.function(lambda x: search(
-      uncached_decode_step(tiny_model),
-      {"inputs": x, "prefix": tf.zeros([tf.shape(x)[0], length], tf.int32)}),
-                         autograph=False)
+  length = SEARCH_LENGTH
+  cached = tf.function(lambda x: search_of(beam_size)(
+      *tiny_model.prepare_decoding(x, None if growing else length)),
+                       autograph=False)
   ids_c, scores_c = cached(INPUTS)
-  ids_u, scores_u = uncached(INPUTS)
+  ids_u, scores_u = uncached_search(beam_size)
   np.testing.assert_array_equal(ids_c, ids_u)
   np.testing.assert_allclose(scores_c, scores_u, atol=1e-4)
   assert np.count_nonzero(ids_c) > INPUTS.shape[0]  # not all empty outputs

@@ -44,55 +44,68 @@ def test_balanced_blocks_deal_out_the_rows_by_length():
       [0, 2, 4], [1, 3]]
 
 
+@pytest.fixture(scope="module")
+def searcher(tiny_model):
+  """searcher(beam_size, searches): a tf.function searching ids of any
+  shape (as a Decoder or an export traces it) with tiny_model; one per
+  arguments in this module, so that the tests that run a search and the
+  one that reads its graph share its trace."""
+  made = {}
+
+  def get(beam_size, searches):
+    if (beam_size, searches) not in made:
+      made[beam_size, searches] = tf.function(
+          lambda x: decode_ids(
+              tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
+              return_beams=True, concurrent_searches=searches),
+          input_signature=[tf.TensorSpec([None, None], tf.int32)],
+          autograph=False)
+    return made[beam_size, searches]
+  return get
+
+
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_concurrent_searches_give_the_outputs_of_one(tiny_model, beam_size):
-  def searcher(searches):
-    fn = tf.function(lambda x: decode_ids(
-        tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
-        return_beams=True, concurrent_searches=searches),
-                     input_signature=[tf.TensorSpec([None, None], tf.int32)],
-                     autograph=False)
+def test_concurrent_searches_give_the_outputs_of_one(searcher, beam_size):
+  def run(searches, inputs):
+    result = searcher(beam_size, searches)(inputs)
+    return result["outputs"].numpy(), result["scores"].numpy()
 
-    def run(inputs):
-      result = fn(inputs)
-      return result["outputs"].numpy(), result["scores"].numpy()
-    return run
-
-  one_ids, one_scores = searcher(1)(INPUTS)
+  one_ids, one_scores = run(1, INPUTS)
   assert_outputs_differ(one_ids.tolist())
   assert np.count_nonzero(one_ids[:, 0, 0]) == INPUTS.shape[0]
-  two = searcher(2)
-  ids, scores = two(INPUTS)  # blocks of 3 and 2 rows, out of order
+  ids, scores = run(2, INPUTS)  # blocks of 3 and 2 rows, out of order
   np.testing.assert_array_equal(ids, one_ids)
   np.testing.assert_allclose(scores, one_scores, atol=1e-5)
   # One row for two searches: one of them searches an empty block.
-  ids, scores = two(INPUTS[1:2])
+  ids, scores = run(2, INPUTS[1:2])
   np.testing.assert_array_equal(ids, one_ids[1:2])
   np.testing.assert_allclose(scores, one_scores[1:2], atol=1e-5)
 
 
 @needs_int8
 def test_an_int8_search_over_an_empty_block(tiny_model):
-  # One row for two int8 searches (either layout of the kernels).
+  # One row for two int8 searches (either layout of the kernels), traced
+  # once for ids of any shape, as a Decoder traces its search.
   row = INPUTS[1:2]
   one = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True)
-  two = decode_ids(tiny_model, row, beam_size=2, extra_length=4, int8=True,
-                   concurrent_searches=2)
-  np.testing.assert_array_equal(two["outputs"], one["outputs"])
+  two = tf.function(
+      lambda x: decode_ids(tiny_model, x, beam_size=2, extra_length=4,
+                           int8=True, concurrent_searches=2),
+      input_signature=[tf.TensorSpec([None, None], tf.int32)],
+      autograph=False)
+  np.testing.assert_array_equal(two(row)["outputs"], one["outputs"])
   # And an empty batch, in one search and in two.
   for searches, empty in itertools.product((1, 2), (row[:0], row[:0, :0])):
-    result = decode_ids(tiny_model, empty, beam_size=2, extra_length=4,
-                        int8=True, concurrent_searches=searches)
+    result = (two(empty) if searches == 2 else
+              decode_ids(tiny_model, empty, beam_size=2, extra_length=4,
+                         int8=True))
     assert result["outputs"].shape[0] == result["scores"].shape[0] == 0
+  assert two.experimental_get_tracing_count() == 1
 
 
-def test_concurrent_searches_are_side_by_side_in_the_graph(tiny_model):
+def test_concurrent_searches_are_side_by_side_in_the_graph(searcher):
   def traced(searches):
-    fn = tf.function(lambda x: decode_ids(tiny_model, x, beam_size=2,
-                                          extra_length=3,
-                                          concurrent_searches=searches),
-                     autograph=False)
-    return fn.get_concrete_function(INPUTS).graph
+    return searcher(4, searches).get_concrete_function().graph
 
   def ops_of_type(graph, *types):
     return [op for op in graph.get_operations() if op.type in types]
@@ -188,8 +201,10 @@ def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
   settled = machine.settle(DecodeHParams(
       beam_size=2, extra_length=5, return_beams=True))
   whole = search_with_hparams(tiny_model, INPUTS, settled)
+  # One search's outputs: two give the same
+  # (test_concurrent_searches_give_the_outputs_of_one).
   expected = decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
-                        return_beams=True, concurrent_searches=2)
+                        return_beams=True)
   np.testing.assert_array_equal(whole["outputs"], expected["outputs"])
 
 

@@ -44,10 +44,14 @@ def trained(tmp_path_factory):
 
 
 def _decoders(trained, hparams):
-  """(a Decoder of the graph, one with xla_lines=4) of `hparams`."""
+  """(a Decoder of the graph, one with xla_lines=4) of `hparams`, one
+  search: the XLA route searches its batches in one
+  (Decoder._compiled_search), and so does the graph it is compared with;
+  concurrent ones give one's outputs (test_concurrent_searches.py)."""
   model, vocab = trained
   return [Decoder(model, vocab, machine.settle(DecodeHParams.parse(
-      hparams + extra))) for extra in ("", ",xla_lines=4")]
+      hparams + ",concurrent_searches=1" + extra)))
+          for extra in ("", ",xla_lines=4")]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +99,7 @@ def test_prefixes_and_sampling_keep_the_graph(trained, beam_decoders):
   model, vocab = trained
   sampler = Decoder(model, vocab, machine.settle(DecodeHParams.parse(
       "sampling_temperature=1.0,sampling_seed=3,extra_length=6,"
-      "xla_lines=4")))
+      "concurrent_searches=1,xla_lines=4")))
   assert sampler.decode_batch(line)[0][0]
   assert _traces(sampler) == 0 and _traces(xla) == before
 
