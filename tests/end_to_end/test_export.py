@@ -354,17 +354,30 @@ def test_saved_model_cli_lists_and_runs_signatures(fresh):
                                           dtype=object))
 
 
+class _UntracedModule:
+  """Stands in for the ServingModule: the failing save below writes no
+  graph, so none is traced (a ServingModule traces its signatures)."""
+
+  def __init__(self, model, vocab, settled, **kwargs):
+    self.hp = settled.hp
+
+  def signatures(self):
+    return {}
+
+
 def test_failed_export_leaves_no_version_folder(writable, monkeypatch):
   folder = writable
   export_dir = os.path.join(folder, "export")
   before = sorted(os.listdir(export_dir))
 
   def save_partly(module, path, **kwargs):
+    assert isinstance(module, _UntracedModule)
     os.makedirs(os.path.join(path, "variables"))
     with open(os.path.join(path, "saved_model.pb"), "wb") as f:
       f.write(b"partial")
     raise OSError("disk full")
 
+  monkeypatch.setattr(exporter, "ServingModule", _UntracedModule)
   monkeypatch.setattr(tf.saved_model, "save", save_partly)
   with pytest.raises(OSError, match="disk full"):
     exporter.export_saved_model(folder, decode_hparams=DECODE)

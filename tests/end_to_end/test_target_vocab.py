@@ -1,10 +1,16 @@
-"""A problem with its own target vocabulary through every command:
+"""A problem with its own target vocabulary through every step of a run:
 parsing_wsj (BPE pieces for the words, one id per tree symbol) on a few files
-of the WSJ sample goes through t2t-datagen, t2t-trainer, t2t-avg-checkpoints,
-t2t-exporter and t2t-decoder; the SavedModel, run in a fresh process, turns
-raw words into the decoder's tree symbols; attention plots label each side
-with its own vocabulary. The model has the decoder's word pointer
-(hparam word_pointer), so every command rebuilds it from the run folder."""
+of the WSJ sample goes through datagen, t2t-trainer, checkpoint averaging,
+export and t2t-decoder; the SavedModel, run in a fresh process, turns raw
+words into the decoder's tree symbols; attention plots label each side with
+its own vocabulary. The model has the decoder's word pointer (hparam
+word_pointer), so every step rebuilds it from the run folder.
+
+t2t-trainer (whose command writes the target vocabulary into the run
+folder) and t2t-decoder run as commands; datagen, averaging and export call
+their commands' library functions in this process, which has TensorFlow
+loaded already (t2t-datagen's, t2t-avg-checkpoints' and t2t-exporter's
+command lines are tested in test_commands.py)."""
 import json
 import os
 import shutil
@@ -20,8 +26,7 @@ from t2tlite.data import trees
 from t2tlite.data.vocab import UNK_ID, Vocabulary
 from t2tlite.decode import attention_plots
 from t2tlite.export import exporter
-from train_helpers import (SUPPORT_DIR, TINY_HPARAMS, console_script,
-                           processes, run, start)
+from train_helpers import SUPPORT_DIR, TINY_HPARAMS, console_script, run
 
 TRAIN_FILES = 8  # wsj_0001-0008 train, wsj_0009 dev (the sample's split)
 MAX_LENGTH = 256
@@ -45,7 +50,13 @@ def _command(name, *args, timeout=300):
 
 @pytest.fixture(scope="module")
 def parsing_run(tmp_path_factory):
-  """(data_dir, output_dir, export version folder)."""
+  """(data_dir, output_dir, export version folder): datagen, averaging
+  and export as t2t-datagen, t2t-avg-checkpoints and t2t-exporter run
+  them, in this process."""
+  from t2tlite.data import datagen
+  from t2tlite.problem import get_problem
+  from t2tlite.train import averaging
+  import t2tlite.problems  # noqa: F401  (registers the built-in problems)
   sample = shared_corpus("wsj_sample")
   root = tmp_path_factory.mktemp("parsing")
   raw = root / "raw"
@@ -53,9 +64,8 @@ def parsing_run(tmp_path_factory):
   for path in sorted(sample.glob("wsj_*.mrg"))[:TRAIN_FILES + 1]:
     shutil.copy(path, raw)
   data_dir, output_dir = root / "data", root / "train"
-  summary = _command("t2t-datagen", "--problem=parsing_wsj",
-                     f"--data_dir={data_dir}", f"--raw_data_dir={raw}",
-                     "--vocab_size=400")
+  summary = datagen.format_summary(get_problem("parsing_wsj").generate_data(
+      str(data_dir), raw_data_dir=str(raw), vocab_size=400))
   assert "input vocabulary (trained):" in summary, summary
   assert "target vocabulary (trained):" in summary, summary
   # A checkpoint every step (the last 3 kept) gives averaging 2 to read.
@@ -66,22 +76,16 @@ def parsing_run(tmp_path_factory):
            "--eval_steps=1", "--local_eval_frequency=0", "--random_seed=1",
            "--dev_metric=false")
   export_dir = root / "export"
-  commands = {"t2t-avg-checkpoints": ["--n=2"],
-              "t2t-exporter": [f"--export_dir={export_dir}",
-                               f"--decode_hparams={DECODE}"]}
-  with processes() as started:  # both mostly wait on TensorFlow's start-up
-    for name, args in commands.items():
-      started.append(start([console_script(name), f"--output_dir={output_dir}",
-                            *args], str(root / f"{name}.log")))
-    for name, proc in zip(commands, started):
-      proc.wait(timeout=300)
-      log = (root / f"{name}.log").read_text()
-      assert proc.returncode == 0, f"{name}:\n{log[-3000:]}"
+  # The newest checkpoint, exported in float32 (t2t-exporter's defaults).
+  version = exporter.export_saved_model(
+      str(output_dir), export_dir=str(export_dir), decode_hparams=DECODE)
+  assert version == str(export_dir / "1")
+  averaging.average_checkpoints(str(output_dir), 2)
   averaged = [name for name, _ in tf.train.list_variables(
       str(output_dir / "averaged"))]
   assert any("input_embedding" in name for name in averaged), averaged
   assert any("word_pointer" in name for name in averaged), averaged
-  return data_dir, output_dir, str(export_dir / "1")
+  return data_dir, output_dir, version
 
 
 def _symbols(vocab):

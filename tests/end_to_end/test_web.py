@@ -1,9 +1,10 @@
 """t2t-serve's page and API, and t2t-report's page, in a real headless
 browser (chromium driven by playwright; tests/support/browser.py).
 
-One module-scoped run folder, export, server and browser serve every test
-(the ensemble's test serves the app over the run folder from this process;
-the server is started again for the tests after the SIGTERM test).
+The session's shared run folder and export (tests/support/shared_export.py,
+read only), one server and one browser serve every test (the ensemble's
+test serves the app over the run folder from this process; the server is
+started again for the tests after the SIGTERM test).
 """
 import contextlib
 import json
@@ -18,10 +19,11 @@ import pytest
 
 import browser as browser_lib
 from restartable import Restartable
-from run_folder import multi30k_lines
+from run_folder import MULTI30K_RAW, multi30k_lines
+from shared_export import DECODE, shared_export
+from shared_run import shared_run_folder
 import train_helpers
 
-DECODE = "beam_size=2,alpha=0.6,extra_length=5"
 LIMITS = {"max_lines": 4, "max_line_chars": 200, "max_request_bytes": 4096,
           "max_beam_size": 4}
 START_SECS = 300  # generous: a loaded 2-core machine starts TensorFlow slowly
@@ -48,74 +50,38 @@ def _wait_for_url(proc, log_path, deadline):
   pytest.fail(f"t2t-serve did not start (exit {proc.poll()}):\n{log[-4000:]}")
 
 
-# The served model: transformer_tiny (2 layers of 4 heads), trained for
-# TRAIN_STEPS steps on the first Multi30k EN-DE pairs (conftest.py's
-# multi30k_data: 3000 pairs, a 1000-piece vocabulary), with a short warm-up
-# and no cool-down so that these few steps move the weights (the training
-# loss falls from 6.6 at step 10 to 5.2 at step 40). In this process,
-# which has TensorFlow loaded already, it adds about 20 s to the module.
-TRAIN_STEPS = 40
-HPARAMS = "warmup_steps=10,learning_rate_cooldown_steps=0"
-
-
-def _train_run(problem, data_dir, folder):
-  """Trains the served model into run folder `folder` as t2t-trainer
-  --schedule=train --random_seed=1 does (the run files, then the Trainer on
-  the problem's batches), in this process, which has TensorFlow loaded
-  already; returns the Vocabulary."""
-  import keras
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+  """(run folder, Vocabulary) of the session's shared run (tests/support/
+  shared_run.py, read only): run_folder.TINY's untrained model on
+  translate_ende_wmt, with a vocabulary of Multi30k English and German
+  lines. Skips without ../shared/data's Multi30k."""
   from t2tlite import run_dir
-  from t2tlite.train import config as train_config
-  from t2tlite.train import run_hparams
-  from t2tlite.train import strategy as strategy_lib
-  from t2tlite.train import trainer as trainer_lib
-  hp = run_hparams.resolve_hparams(folder, "transformer_tiny", HPARAMS,
-                                   TRAIN_STEPS)
-  strategy = strategy_lib.make_strategy(0, tf_config="")
-  keras.utils.set_random_seed(1)
-  vocab = problem.vocabulary(data_dir)
-  run_dir.write_run_info(folder, hp, problem.name, vocab.size,
-                         problem.vocab_file(data_dir))
-  config = train_config.TrainConfig(
-      output_dir=folder, train_steps=TRAIN_STEPS, schedule="train",
-      mixed_precision="float32", log_every_steps=10)
-  trainer = trainer_lib.Trainer(
-      hp, config, strategy, vocab.size,
-      lambda split, training: problem.distributed_dataset(
-          strategy, data_dir, split, hp, training, seed=1))
-  trainer.train()
-  assert trainer.step == TRAIN_STEPS
-  return vocab
+  from t2tlite.data.vocab import Vocabulary
+  if not os.path.isdir(MULTI30K_RAW):
+    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
+  folder = shared_run_folder(tmp_path_factory)
+  return folder, Vocabulary.from_file(run_dir.read_run_info(
+      folder).vocab_file)
 
 
 @pytest.fixture(scope="module")
-def trained(multi30k_data, tmp_path_factory):
-  """(run folder, Vocabulary): `_train_run`'s model."""
-  problem, data_dir, _ = multi30k_data
-  folder = str(tmp_path_factory.mktemp("trained") / "run")
-  return folder, _train_run(problem, str(data_dir), folder)
-
-
-@pytest.fixture(scope="module")
-def serving(trained, sentence, tmp_path_factory):
+def serving(run, sentence, tmp_path_factory):
   """(the Decoder's output for `sentence`, a Restartable of (URL, Popen)):
-  transformer_tiny trained for 40 steps (TRAIN_STEPS) on Multi30k EN-DE
-  (`_train_run`), its run folder exported with DECODE fixed in the graph,
-  and t2t-serve over the export on a free port, started again after a test
-  stopped it (tests/support/restartable.py); the run's Decoder with DECODE
-  decodes in this process while the first server loads. The processes are
-  killed at teardown. Skips (conftest.py's multi30k_raw) without
-  ../shared/data's Multi30k."""
+  t2t-serve over the shared run's export with DECODE fixed in the graph
+  (tests/support/shared_export.py, read only) on a free port, started
+  again after a test stopped it (tests/support/restartable.py); the run's
+  Decoder with DECODE decodes in this process while the first server
+  loads. The processes are killed at teardown."""
   from t2tlite import run_dir
   from t2tlite.decode.decoding import Decoder
   from t2tlite.decode.machine import settle
   from t2tlite.decode.settings import DecodeHParams
-  from t2tlite.export import exporter
   tmp = tmp_path_factory.mktemp("serve")
-  folder, vocab = trained
+  folder, vocab = run
   limit_flags = [f"--{name}={value}" for name, value in LIMITS.items()]
   with train_helpers.processes() as started:
-    version = exporter.export_saved_model(folder, decode_hparams=DECODE)
+    version = shared_export(tmp_path_factory, DECODE)
 
     def launch():
       port, = train_helpers.free_ports(1)
@@ -135,22 +101,24 @@ def serving(trained, sentence, tmp_path_factory):
       return (url, server), server
 
     servers = Restartable(start_server)
-    # In float32, as the export computes (bfloat16's rounding changes a
-    # trained model's near ties).
+    # In float32, as the export computes.
     model, _, _ = run_dir.load_trained_model(folder, dtype="float32")
     (decoded,), _ = Decoder(model, vocab, settle(DecodeHParams.parse(
         DECODE))).decode_lines([sentence], progress=False)
+    # The model is untrained: an empty output would make the tests'
+    # comparisons with it pass whatever the page shows.
+    assert decoded, f"the shared run translates {sentence!r} as nothing"
     servers.get()
     yield decoded, servers
 
 
 @pytest.fixture
-def served(serving, trained):
+def served(serving, run):
   """(base URL, the Decoder's output for `sentence`, the server's Popen,
   the Vocabulary) of a running t2t-serve (`serving`)."""
   decoded, servers = serving
   url, server = servers.get()
-  return url, decoded, server, trained[1]
+  return url, decoded, server, run[1]
 
 
 @pytest.fixture(scope="module")
@@ -174,10 +142,10 @@ def _translate(url, request):
   return _post(url + "api/translate", json.dumps(request).encode())
 
 
-# The first test builds the module's served model (a trained run folder,
-# its export, its Decoder in this process and t2t-serve, which loads
-# TensorFlow), which every test here shares; the browser checks themselves
-# take seconds.
+# The first test starts the module's server (t2t-serve, which loads
+# TensorFlow, over the shared export, built by the session's first test to
+# ask) and decodes with the run's Decoder in this process, which every test
+# here shares; the browser checks themselves take seconds.
 @pytest.mark.timeout(600)
 def test_page_translates_as_the_decoder_and_shows_attention(
     served, browser, sentence):
@@ -220,7 +188,7 @@ def test_page_translates_as_the_decoder_and_shows_attention(
     expected_shape = {"encoder": (source_tokens, source_tokens),
                       "decoder_self": (target_tokens, target_tokens),
                       "encdec": (target_tokens, source_tokens)}
-    layers, heads = 2, 4  # transformer_tiny
+    layers, heads = 2, 4  # run_folder.TINY's, the shared run's
     for kind, (rows_, cols) in expected_shape.items():
       assert tokens[kind] == [rows_, cols]
       found = sorted((m["layer"], m["head"]) for m in maps
@@ -269,13 +237,12 @@ def app_served(model, warm_up):
     server.close()
 
 
-def test_page_shows_each_ensemble_members_attention(trained, browser,
-                                                   sentence):
+def test_page_shows_each_ensemble_members_attention(run, browser, sentence):
   """t2t-serve's app over --model=RUN,CHECKPOINT (an ensemble of the run's
   model with itself): the header names an ensemble of 2, and a selector
   shows each member's maps of the translated output."""
   from t2tlite import run_dir
-  folder, _ = trained
+  folder, _ = run
   members = f"{folder},{run_dir.latest_checkpoint(folder)}"
   with app_served(members, {
       "/api/translate": {"lines": [sentence], "decode_hparams": DECODE},
@@ -291,6 +258,7 @@ def test_page_shows_each_ensemble_members_attention(trained, browser,
       page.click("#translate")
       page.wait_for_selector("body[data-state=translated]", timeout=60_000)
       translated = page.inner_text("#translation-0")
+      assert translated  # else the title's check below passes trivially
       page.click("li.result")
       page.wait_for_selector("body[data-state=attention]", timeout=60_000)
       assert page.inner_text("#attention-title").endswith(translated)
@@ -299,7 +267,7 @@ def test_page_shows_each_ensemble_members_attention(trained, browser,
       assert member.locator("option").all_inner_texts() == ["member 1",
                                                             "member 2"]
       first = page.locator("canvas.heatmap").count()
-      assert first == 3 * 2 * 4  # kinds x layers x heads
+      assert first == 3 * 2 * 4  # kinds x layers x heads (TINY's)
       page.select_option("#attention-member", "1")
       assert page.locator("canvas.heatmap").count() == first
     finally:
@@ -396,7 +364,7 @@ def test_sigterm_stops_the_server(served):
   assert server.wait(timeout=30) == 0
 
 
-# ---- t2t-report ---------------------------------------------------------------
+# ---- t2t-report --------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
