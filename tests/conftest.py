@@ -99,13 +99,16 @@ def _is_worker(config):
 
 
 def pytest_configure(config):
-  if _is_worker(config) or not config.getoption("numprocesses", default=0):
-    # A process that runs tests (not pytest-xdist's controller) imports
-    # TensorFlow once and keeps it: its objects are frozen out of the
-    # garbage collector's reach, as the commands freeze them
-    # (t2tlite.lean_start), or its full collections would walk them again
-    # and again while the tests trace their graphs (a tenth of the time of
-    # test_beam_search.py and test_model.py run in one process).
+  if ((_is_worker(config) or
+       not config.getoption("numprocesses", default=0)) and
+      not config.getoption("collectonly", default=False)):
+    # A process that runs tests (not pytest-xdist's controller, nor a
+    # --collect-only run) imports TensorFlow once and keeps it: its objects
+    # are frozen out of the garbage collector's reach, as the commands
+    # freeze them (t2tlite.lean_start), or its full collections would walk
+    # them again and again while the tests trace their graphs (a tenth of
+    # the time of test_beam_search.py and test_model.py run in one
+    # process).
     with lean_start.collector_paused_then_frozen():
       import tensorflow  # noqa: F401
   if _is_worker(config):

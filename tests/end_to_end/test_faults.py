@@ -98,14 +98,14 @@ def resume_then_preempt(cluster, data_dir, output_dir, latest, target):
 
 
 def resume_to_the_end(cluster, data_dir, output_dir, saved):
-  """Both resume and train to step 2 x `every`, evaluating at `every` and at
-  the end (the other worker waits while the chief decodes dev) and writing
-  a checkpoint each second: no false loss on a loaded machine. Worker 1
-  starts 4 s late (longer than the refusal grace): worker 0 waits for it
-  without finding it lost. Progress lines come every 5 steps and at the
-  last, none at or before the step resumed from."""
-  every = saved + 20
-  steps = 2 * every
+  """Both resume and train 20 steps, evaluating at `every` (10 steps in)
+  and at the end (the other worker waits while the chief decodes dev) and
+  writing a checkpoint each second: no false loss on a loaded machine.
+  Worker 1 starts 4 s late (longer than the refusal grace): worker 0 waits
+  for it without finding it lost. Progress lines come every 5 steps and at
+  the last, none at or before the step resumed from."""
+  every = saved + 10
+  steps = every + 10
   procs, logs = cluster.start(
       data_dir, output_dir, f"--train_steps={steps}",
       "--schedule=train_and_evaluate", f"--local_eval_frequency={every}",
@@ -129,6 +129,8 @@ def resume_to_the_end(cluster, data_dir, output_dir, saved):
   written = [int(name[len("ckpt-"):-len(".index")])
              for name in os.listdir(output_dir)
              if name.startswith("ckpt-") and name.endswith(".index")]
+  # The first step's (tracing the step takes over the second between
+  # checkpoints), the dev metric's at `every` and the final one, at least.
   assert len([step for step in written if step > saved]) >= 3, written
   assert not [n for n in os.listdir(output_dir) if n.startswith("worker_tmp")]
 

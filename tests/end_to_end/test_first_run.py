@@ -23,9 +23,15 @@ from user_env import clean_env
 QUICK_START = ["--problem=algorithmic_reverse",
                "--hparams_set=transformer_tiny_quick", "--generate_data",
                "--local_eval_frequency=0"]
-SHORTER = ["--train_minutes=0.5",
-           "--hparams=warmup_steps=10,learning_rate_cooldown_steps=20",
-           "--eval_steps=2", "--eval_decode_samples=30"]
+# A budget of 18 s. The 20 steps timed for the plan outnumber the
+# schedule's least (warm-up 10 + a quarter of the 20 cool-down steps), so
+# even a loaded machine plans a run (budget.plan_train_steps); the budget
+# holds 70 to 120 steps on 2 cores, so that the decoder outputs digits (a
+# plan of 22 steps, all a loaded machine fits in 0.2 minutes, outputs
+# none).
+BUDGET = "--train_minutes=0.3"
+SHORTER = [BUDGET, "--hparams=warmup_steps=10,learning_rate_cooldown_steps=20",
+           "--eval_steps=2", "--eval_decode_samples=10"]
 MAX_LINES = 30  # the whole quick start's stderr, trainer and decoder
 # absl's prefix: "I1127 12:35:15.533802 139629780781952 precision.py:250]".
 THREAD_ID = re.compile(r"(?<![\d.])\d{9,}(?![\d.])")
@@ -63,8 +69,8 @@ def test_quick_start_log_is_short_and_readable(quick_start):
     # time, level when not INFO, component
     assert re.match(r"\d\d:\d\d:\d\d (WARNING |ERROR )?\w+: ", line), line
   text = "\n".join(lines)
-  planned = re.search(r" budget: Planned \d+ steps for --train_minutes=0.5"
-                      r".*", text)
+  planned = re.search(r" budget: Planned \d+ steps for " + re.escape(BUDGET)
+                      + r".*", text)
   assert planned, text
   # No evaluation timed (--local_eval_frequency=0): none named ("0.0s").
   assert "an evaluation" not in planned.group(0), planned.group(0)
@@ -149,7 +155,7 @@ def test_report_of_the_quick_start_reads_true(quick_start, browser,
     hparams = page.inner_text("#hparams")
     assert (f"train_steps: {hp_steps} in the hparams; this run made {made} "
             f"steps, of the {plan['train_steps']} planned for "
-            "--train_minutes=0.5") in hparams, hparams
+            f"{BUDGET}") in hparams, hparams
     assert page.inner_text("header").count(f"{made} steps made") == 1
     # One evaluation: a point, in the tables, not a plot of its own.
     alts = page.eval_on_selector_all("#curves img",

@@ -85,10 +85,11 @@ def test_child_evaluates_as_its_parent_before_training(parent, tmp_path):
                      "target_vocab": None, "variables": None,
                      "map_vocab": False}
   # The report and the export (of the warm-started weights, saved as ckpt-0
-  # for the dev metric) show it too.
+  # for the dev metric) show it too; the export's search is greedy, as its
+  # metadata alone is read.
   page = render.render(collect.collect(child))
   assert f"{run}/ckpt-400 (step 400; variables: all)" in page
-  export = exporter.export_saved_model(child)
+  export = exporter.export_saved_model(child, decode_hparams="beam_size=1")
   with open(os.path.join(export, exporter.METADATA_FILE)) as f:
     assert json.load(f)["parent"] == lineage
 
@@ -144,9 +145,11 @@ def test_a_mapped_vocabulary_decodes_as_the_parent(parent, permuted_data,
   """The child's vocabulary holds the parent's pieces under other ids."""
   run, last = parent
   data, child = permuted_data, str(tmp_path / "child")
-  # The dev metric saves the warm-started weights as ckpt-0 to decode them.
+  # The dev metric saves the warm-started weights as ckpt-0 to decode them
+  # (EVAL_FLAGS' 60 lines, whatever --eval_steps: one batch for the loss,
+  # which is not compared here).
   _trainer(data, child, f"--warm_start_from={run}", "--warm_start_map_vocab",
-           "--schedule=evaluate")
+           "--schedule=evaluate", "--eval_steps=1")
   assert _last_metrics(child)["exact_match"] == last["exact_match"]
   # Decoded in-process as t2t-decoder does (its default settings, float32).
   lines = ["1 2 3 4 5", "9 8 7", "4 4 6 1 2 3 8", "3 1"]

@@ -30,9 +30,10 @@ results = {{}}
 for devices, accumulate in {configurations!r}:
   strategy = strategies[devices]
   output_dir = {output_dir!r} + str(devices)
+  # No final evaluation: the training summaries and weights are compared.
   trainer = train_helpers.tiny_trainer(
       output_dir, strategy, f"gradient_accumulation_steps={{accumulate}}",
-      train_steps=8)
+      train_steps=8, schedule="train")
   trainer.train()
   results[devices] = {{
       "replicas": strategy.num_replicas_in_sync,

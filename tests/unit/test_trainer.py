@@ -112,8 +112,10 @@ def float32_run(tmp_path_factory, strategy):
   of the other modes: its initial and trained weights, {step: loss}, and
   its folder (read it; `_copy_of_run` to resume it)."""
   output_dir = str(tmp_path_factory.mktemp("float32"))
+  # No evaluation: the tests read the training losses and weights.
   trainer = train_helpers.tiny_trainer(output_dir, strategy, train_steps=3,
-                                       mixed_precision="float32")
+                                       mixed_precision="float32",
+                                       schedule="train")
   initial = _weights(trainer)
   trainer.train()
   return Float32Run(initial, _weights(trainer),
@@ -142,7 +144,7 @@ def mode_runs(tmp_path_factory, strategy):
       output_dir = str(tmp_path_factory.mktemp(mixed_precision or "xla"))
       trainer = train_helpers.tiny_trainer(
           output_dir, strategy, train_steps=3,
-          mixed_precision=mixed_precision, xla=xla)
+          mixed_precision=mixed_precision, xla=xla, schedule="train")
       initial = _weights(trainer)
       trainer.train()
       runs[mixed_precision, xla] = (trainer, initial, output_dir)
@@ -321,7 +323,7 @@ def test_a_budget_is_replanned_before_its_cooldown(tmp_path, strategy,
   (tmp_path / "run.json").write_text("{}")  # the commands write it first
   trainer = train_helpers.tiny_trainer(
       output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=10",
-      train_minutes=0.15, log_every_steps=10)
+      schedule="train", train_minutes=0.15, log_every_steps=10)
   train_step = trainer._train_step
   trainer.train()
   plan = trainer.config.plan
@@ -359,7 +361,8 @@ def test_a_ceiling_ends_a_budgeted_run_of_a_fast_machine(tmp_path, strategy,
   budget_minutes = 5.0
   trainer = train_helpers.tiny_trainer(
       output_dir, strategy, "warmup_steps=10,learning_rate_cooldown_steps=30",
-      train_minutes=budget_minutes, max_planned_steps=50, log_every_steps=50)
+      schedule="train", train_minutes=budget_minutes, max_planned_steps=50,
+      log_every_steps=50)
   trainer.train()
   plan = trainer.config.plan
   assert (plan.train_steps, plan.max_steps, trainer.step) == (50, 50, 50)
