@@ -257,7 +257,16 @@ def check_budget(train_minutes):
         f"--train_minutes={train_minutes:g} is too short: the step rate "
         f"alone is measured for {measure_seconds(seconds):.1f}s and "
         f"{RESERVE_SECONDS + RESERVE_SHARE * seconds:.1f}s are kept for the "
-        "final checkpoint; give at least --train_minutes=0.5.")
+        f"final checkpoint; give at least --train_minutes="
+        f"{shortest_budget_minutes():g}.")
+
+
+def shortest_budget_minutes():
+  """The shortest budget `check_budget` accepts, in tenths of a minute:
+  one that holds the rate's measurement and the reserve, with time left
+  (measured for MEASURE_SHARE of a short budget)."""
+  seconds = RESERVE_SECONDS / (1 - MEASURE_SHARE - RESERVE_SHARE)
+  return (math.floor(seconds / 60 * 10) + 1) / 10
 
 
 def measure_seconds(budget_seconds):

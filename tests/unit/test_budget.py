@@ -1,4 +1,5 @@
 """The --train_minutes step planner, against a fake clock."""
+import re
 import types
 
 import pytest
@@ -72,9 +73,15 @@ def test_cool_down_shortened_to_what_the_budget_holds():
 
 
 def test_a_budget_shorter_than_the_measurement_fails_before_running():
-  with pytest.raises(budget.BudgetError, match="too short"):
+  with pytest.raises(budget.BudgetError, match="too short") as refused:
     budget.check_budget(0.05)
-  budget.check_budget(0.5)
+  # The budget it names is accepted; just under it is not.
+  named = float(re.search(r"give at least --train_minutes=([\d.]+)\.$",
+                          str(refused.value)).group(1))
+  assert named == budget.shortest_budget_minutes() == 0.1
+  budget.check_budget(named)
+  with pytest.raises(budget.BudgetError):
+    budget.check_budget(0.09)
 
 
 def test_plan_round_trips_through_json():

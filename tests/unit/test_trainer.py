@@ -307,7 +307,7 @@ def test_misspelled_names_fail_at_once(command_line_runs, run, expected):
   assert "Training to step" not in output
 
 
-# A half-minute budget, spent by design.
+# A 9-second budget, spent by design.
 def test_a_budget_is_replanned_before_its_cooldown(tmp_path, strategy,
                                                    monkeypatch):
   # Any re-estimate that differs replaces the plan here: the rate of the
