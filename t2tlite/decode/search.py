@@ -171,6 +171,13 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
                      f"weights of an int8={not plan.int8} search: make them "
                      f"with fixed_search_weights(model, int8={plan.int8})")
   limits = plan.limits
+  if target_prefix is not None:
+    # Checked for the whole batch before its rows are dealt out to
+    # concurrent searches: a block's failed check cancels the others'
+    # calls, and their cancellation, not the check's message, may reach
+    # the caller.
+    target_prefix = _checked_prefix(
+        target_prefix, decode_lengths(model, inputs, limits.extra_length)[1])
 
   def search_block(rows, prefix_ids=None):
     """(outputs, scores) of the strategy's search over a block of rows."""
@@ -189,9 +196,7 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     if constraint is not None:
       step, cache = constraints.constrain(step, cache, constraint, rows,
                                           row_limits)
-    forced = None
-    if prefix_ids is not None:
-      forced = ForcedPrefix(_checked_prefix(prefix_ids, row_limits))
+    forced = None if prefix_ids is None else ForcedPrefix(prefix_ids)
     rules = StepRules.of(limits, PAD_ID, forced)
     outputs, scores = plan.strategy.search(
         step, cache, length, rules, row_limits, rows,

@@ -75,3 +75,26 @@ def test_a_prefix_longer_than_the_limit_fails(tiny_model):
                      r"more than its output may hold \(5"):
     prefix_lib.check_prefixes([[], [3] * 6], [9, 5])
 
+
+def test_a_prefix_too_long_for_concurrent_searches_fails_with_its_reason(
+    tiny_model):
+  """Traced as an export traces it: the check's message reaches the
+  caller at every call, never the cancellation of the other search's call
+  (which, checked inside each search, came back about half the time)."""
+  search = tf.function(
+      lambda ids, prefixes: decode_ids(
+          tiny_model, ids, target_prefix=prefixes, beam_size=2,
+          extra_length=2, concurrent_searches=2),
+      input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2,
+      autograph=False)
+  fits = search(INPUTS, tf.zeros([3, 10], tf.int32))
+  assert fits["outputs"].shape[0] == 3
+  # 10 tokens: more than any row may hold (at most 7 + 2); each row in
+  # turn, so that either search's block holds the one too long.
+  for row in (0, 1, 2) * 4:
+    long = tf.tensor_scatter_nd_update(tf.zeros([3, 10], tf.int32),
+                                       [[row]], [[3] * 10])
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="target prefix longer than its output may hold"):
+      search(INPUTS, long)
+
