@@ -30,6 +30,8 @@ import os
 import re
 import threading
 
+from t2tlite import files
+
 EXPORT_METADATA = os.path.join("assets.extra", "t2tlite_export.json")
 # The export's signature of text with target prefixes (serving_module).
 PREFIX_SIGNATURE = "translate_with_prefix"
@@ -166,7 +168,6 @@ class ModelSource:
         or an ensemble member without a checkpoint.
       ValueError: ensemble members of different problems or vocabularies.
     """
-    from t2tlite import files
     members = files.split_ensemble(path, "model")
     if members:
       return cls._open_ensemble([os.path.abspath(p) for p in members])
