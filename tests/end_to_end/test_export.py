@@ -20,7 +20,7 @@ from t2tlite.export import exporter, serving_module
 
 import host
 from outputs_differ import assert_outputs_differ
-from run_folder import MULTI30K_RAW, TINY, multi30k_lines
+from run_folder import TINY, multi30k_lines
 from search_graphs import saved_model_block_call_rewrites
 from shared_export import DECODE, exported_run_folder, shared_export
 
@@ -37,8 +37,6 @@ def exported(tmp_path_factory):
   """(run folder, model, vocab, version folder of its first export): the
   session's shared run exported with DECODE (tests/support/shared_export.py;
   read only: tests that write into a run folder take `writable`)."""
-  if not os.path.isdir(MULTI30K_RAW):
-    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
   folder = exported_run_folder(tmp_path_factory)
   model, info, _ = run_dir.load_trained_model(folder)
   return (folder, model, Vocabulary.from_file(info.vocab_file),

@@ -26,7 +26,7 @@ from t2tlite.decode.machine import settle  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 from t2tlite.export import query  # noqa: E402
 
-from run_folder import MULTI30K_RAW, multi30k_lines  # noqa: E402
+from run_folder import multi30k_lines  # noqa: E402
 import serving_stand_in  # noqa: E402
 from shared_export import DECODE, exported_run_folder  # noqa: E402
 
@@ -42,8 +42,6 @@ def served(tmp_path_factory):
   servicer): the stand-in serves the session's shared export (DECODE;
   tests/support/shared_export.py, read only), runs for the module's tests
   and is stopped after them."""
-  if not os.path.isdir(MULTI30K_RAW):
-    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
   folder = exported_run_folder(tmp_path_factory)
   model, info, _ = run_dir.load_trained_model(folder)
   vocab = Vocabulary.from_file(info.vocab_file)

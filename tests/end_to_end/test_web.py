@@ -19,7 +19,7 @@ import pytest
 
 import browser as browser_lib
 from restartable import Restartable
-from run_folder import MULTI30K_RAW, multi30k_lines
+from run_folder import multi30k_lines
 from shared_export import DECODE, shared_export
 from shared_run import shared_run_folder
 import train_helpers
@@ -58,8 +58,6 @@ def run(tmp_path_factory):
   lines. Skips without ../shared/data's Multi30k."""
   from t2tlite import run_dir
   from t2tlite.data.vocab import Vocabulary
-  if not os.path.isdir(MULTI30K_RAW):
-    pytest.skip(f"{MULTI30K_RAW} is absent (the vocabulary is trained on it)")
   folder = shared_run_folder(tmp_path_factory)
   return folder, Vocabulary.from_file(run_dir.read_run_info(
       folder).vocab_file)

@@ -15,6 +15,7 @@ import inspect
 import os
 import shutil
 
+from corpora import shared_corpus
 from run_folder import make_run_folder
 
 
@@ -55,7 +56,10 @@ def built_once(tmp_path_factory, name, build):
 
 def shared_run_folder(tmp_path_factory, **kwargs):
   """The run folder of `make_run_folder(folder, **kwargs)` (tiny model,
-  Multi30k vocabulary), built once per session; read it, do not write."""
+  Multi30k vocabulary), built once per session; read it, do not write.
+  Skips the test without ../shared/data's Multi30k (the vocabulary is
+  trained on it)."""
+  shared_corpus("multi30k/raw")
   # Named by the arguments that differ from make_run_folder's defaults,
   # so that seed=3 and no seed name the same folder.
   defaults = {name: parameter.default for name, parameter in
