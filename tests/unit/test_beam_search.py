@@ -1,5 +1,6 @@
 """Beam and greedy search: hand-set logits with hand-computed results, and the
 Transformer's cached decoding against an uncached recomputation."""
+import functools
 import math
 
 import numpy as np
@@ -328,17 +329,14 @@ def uncached_search(tiny_model):
   """uncached_search(beam_size): (ids, scores) numpy arrays of INPUTS
   searched with `uncached_decode_step(tiny_model)`; made once a beam size,
   as the cases of both cache kinds compare with the same search."""
-  made = {}
-
+  @functools.cache
   def get(beam_size):
-    if beam_size not in made:
-      fn = tf.function(lambda x: search_of(beam_size)(
-          uncached_decode_step(tiny_model),
-          {"inputs": x,
-           "prefix": tf.zeros([tf.shape(x)[0], SEARCH_LENGTH], tf.int32)}),
-                       autograph=False)
-      made[beam_size] = tuple(t.numpy() for t in fn(INPUTS))
-    return made[beam_size]
+    fn = tf.function(lambda x: search_of(beam_size)(
+        uncached_decode_step(tiny_model),
+        {"inputs": x,
+         "prefix": tf.zeros([tf.shape(x)[0], SEARCH_LENGTH], tf.int32)}),
+                     autograph=False)
+    return tuple(t.numpy() for t in fn(INPUTS))
   return get
 
 

@@ -1,6 +1,7 @@
 """Concurrent searches (decode hparam concurrent_searches): a batch decoded
 as independent searches over blocks of its rows gives the outputs of one
 search, in order, and the graph holds the searches side by side."""
+import functools
 import itertools
 import subprocess
 import sys
@@ -50,17 +51,14 @@ def searcher(tiny_model):
   shape (as a Decoder or an export traces it) with tiny_model; one per
   arguments in this module, so that the tests that run a search and the
   one that reads its graph share its trace."""
-  made = {}
-
+  @functools.cache
   def get(beam_size, searches):
-    if (beam_size, searches) not in made:
-      made[beam_size, searches] = tf.function(
-          lambda x: decode_ids(
-              tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
-              return_beams=True, concurrent_searches=searches),
-          input_signature=[tf.TensorSpec([None, None], tf.int32)],
-          autograph=False)
-    return made[beam_size, searches]
+    return tf.function(
+        lambda x: decode_ids(
+            tiny_model, x, beam_size=beam_size, alpha=0.6, extra_length=6,
+            return_beams=True, concurrent_searches=searches),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+        autograph=False)
   return get
 
 

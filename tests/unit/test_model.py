@@ -1,4 +1,6 @@
 """The Transformer model: parameter counts, masks, cached decoding, configs."""
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -73,13 +75,7 @@ def variant_model():
   """variant_model(overrides): `tiny(overrides)`, built once in this module
   (seeded as tiny seeds it); the tests only call it and prepare_decoding,
   which write no variables."""
-  made = {}
-
-  def get(overrides):
-    if overrides not in made:
-      made[overrides] = tiny(overrides)
-    return made[overrides]
-  return get
+  return functools.cache(tiny)
 
 
 @pytest.mark.parametrize("overrides", VARIANTS)
