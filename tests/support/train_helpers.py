@@ -75,9 +75,15 @@ def tiny_trainer(output_dir, strategy, hparams="", batches=None,
       warm_start=warm_start)
 
 
+# A script's first lines: TensorFlow then loads as the t2t-* commands load
+# it (t2tlite.lean_start), in about half the CPU of a plain import.
+LEAN_START = "from t2tlite import lean_start\nlean_start.install()\n"
+
+
 def python_script(body):
-  """Source of a script that can import this module, then runs `body`."""
-  return f"import sys\nsys.path.insert(0, {SUPPORT_DIR!r})\n{body}"
+  """Source of a script that starts lean (LEAN_START), can import this
+  module, then runs `body`."""
+  return f"{LEAN_START}import sys\nsys.path.insert(0, {SUPPORT_DIR!r})\n{body}"
 
 
 def console_script(name):

@@ -12,7 +12,9 @@ import textwrap
 
 import pytest
 
-SCRIPT = textwrap.dedent("""
+import train_helpers
+
+SCRIPT = train_helpers.LEAN_START + textwrap.dedent("""
     import json, sys
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]

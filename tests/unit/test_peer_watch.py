@@ -249,12 +249,14 @@ def test_tensorflows_probe_answered_refused_or_silent():
   listener.listen(1)
   with listener, train_helpers.processes() as started:
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVER.format(cluster=cluster)],
+        [sys.executable, "-c",
+         train_helpers.LEAN_START + SERVER.format(cluster=cluster)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     started.append(server)
     assert server.stdout.readline().strip() == "listening"
     prober = subprocess.Popen(
-        [sys.executable, "-c", PROBER.format(cluster=cluster)],
+        [sys.executable, "-c",
+         train_helpers.LEAN_START + PROBER.format(cluster=cluster)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL, text=True)
     started.append(prober)

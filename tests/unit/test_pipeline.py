@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+import train_helpers
 from corpora import read_lines
 from t2tlite.data import pipeline
 from t2tlite.hparams_lib import create_hparams
@@ -117,7 +118,7 @@ def test_bucket_lengths():
     pipeline.make_dataset(["x"], batch_size=16, max_length=32, training=False)
 
 
-DISTRIBUTED = textwrap.dedent("""
+DISTRIBUTED = train_helpers.LEAN_START + textwrap.dedent("""
     import json, sys
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
