@@ -1,5 +1,6 @@
 """Grappler's options for the graphs t2tlite runs most: one round of its
-optimizers and no memory optimizer (`one_round`).
+optimizers, no memory optimizer and none of the passes that find nothing
+to do in them (`one_round`).
 
 TensorFlow optimizes a function's graph (Grappler) the first time it is
 called: by default two rounds of about 15 optimizers, and the memory
@@ -16,6 +17,13 @@ one round"):
 No kernel changes, so outputs are the same (decode checksums, training
 losses bit for bit). The evaluation loop keeps the default: its second
 round rewrites arithmetic.
+
+The layout optimizer, the implementation selector, the loop optimizer and
+the TFG (MLIR) passes change no node of a search (float32, bfloat16, int8)
+or of the training step, and took about a tenth of a Decoder's first
+batch: 1.47 -> 1.31 s on the quick start's model on a Zen 4, later
+batches as fast (docs/performance_log.md, 2026-11-30, "Grappler's passes
+that change nothing left out").
 
 Grappler reads its options from the function call that instantiates the
 function: TensorFlow's thread-local `FunctionCallOptions` when the call is
@@ -37,14 +45,20 @@ _REWRITER = rewriter_config_pb2.RewriterConfig
 
 def one_round_config(serialized):
   """A ConfigProto: `serialized` (a serialized ConfigProto, or None for an
-  empty one) with one round of Grappler's optimizers and no memory
-  optimizer."""
+  empty one) with one round of Grappler's optimizers, no memory optimizer,
+  and neither the passes that change nothing in t2tlite's graphs nor the
+  TFG passes."""
   config = config_pb2.ConfigProto()
   if serialized:
     config.ParseFromString(serialized)
   rewrite = config.graph_options.rewrite_options
   rewrite.meta_optimizer_iterations = _REWRITER.ONE
   rewrite.memory_optimization = _REWRITER.NO_MEM_OPT
+  rewrite.layout_optimizer = _REWRITER.OFF
+  rewrite.implementation_selector = _REWRITER.OFF
+  rewrite.loop_optimization = _REWRITER.OFF
+  rewrite.experimental_conditional_code_motion = _REWRITER.OFF
+  rewrite.disable_tfg_optimizer = True
   return config
 
 

@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from tensorflow.core.protobuf import rewriter_config_pb2
 
 from t2tlite import hardware, precision, run_dir
 from t2tlite.data.vocab import Vocabulary
@@ -21,12 +20,12 @@ from t2tlite.export import exporter, serving_module
 import host
 from outputs_differ import assert_outputs_differ
 from run_folder import TINY, multi30k_lines
-from search_graphs import saved_model_block_call_rewrites
+from search_graphs import (assert_search_rewrite,
+                           saved_model_block_call_rewrites)
 from shared_export import DECODE, exported_run_folder, shared_export
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))), "support")
-REWRITER = rewriter_config_pb2.RewriterConfig
 # The ops a SavedModel may hold besides TensorFlow core ops.
 TF_TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp",
                "SentencepieceDetokenizeOp"}
@@ -131,14 +130,12 @@ def test_layout_metadata_and_ops(exported):
       os.path.join(path, "variables", "variables"))]
   assert [name for name in saved if name.startswith("search_weights/")
           and "output_kernel" in name]
-  # Its concurrent searches are optimized as a Decoder's: one round of
-  # Grappler's optimizers, no memory optimizer (graph_options).
+  # Its concurrent searches are optimized as a Decoder's (graph_options).
   rewrites = saved_model_block_call_rewrites(path)
   if host.auto_searches() > 1:
     assert rewrites  # two calls for each search a signature holds
   for rewrite in rewrites:
-    assert rewrite.meta_optimizer_iterations == REWRITER.ONE
-    assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
+    assert_search_rewrite(rewrite)
 
 
 def test_check_serving_ops_rejects_py_function(tmp_path):

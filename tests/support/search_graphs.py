@@ -8,6 +8,20 @@ def weight_transposes(graph):
           if op.type == "Transpose" and op.inputs[0].shape.rank == 2]
 
 
+def assert_search_rewrite(rewrite):
+  """`rewrite` (a RewriterConfig) holds `graph_options.one_round`'s
+  options: one round, no memory optimizer, and the passes that change
+  nothing in a search or a training step turned off."""
+  from tensorflow.core.protobuf import rewriter_config_pb2
+  rewriter = rewriter_config_pb2.RewriterConfig
+  assert rewrite.meta_optimizer_iterations == rewriter.ONE
+  assert rewrite.memory_optimization == rewriter.NO_MEM_OPT
+  for name in ("layout_optimizer", "implementation_selector",
+               "loop_optimization", "experimental_conditional_code_motion"):
+    assert getattr(rewrite, name) == rewriter.OFF, name
+  assert rewrite.disable_tfg_optimizer
+
+
 def block_call_rewrites(nodes, library):
   """The Grappler options (RewriterConfig) each call of a concurrent search
   (a function kept a call: `_noinline`) among `nodes` (NodeDefs) passes on

@@ -1,5 +1,6 @@
 """A search's graph and the training step are optimized with one round of
-Grappler's optimizers and no memory optimizer (t2tlite.graph_options),
+Grappler's optimizers, no memory optimizer and none of the passes that
+change nothing in them (t2tlite.graph_options),
 wherever they are traced or called: a Decoder's batches, the searches of
 an export, the trainer's steps."""
 import threading
@@ -16,7 +17,7 @@ from t2tlite.decode.settings import DecodeHParams
 from t2tlite.train import strategy as strategy_lib
 
 from run_folder import multi30k_lines, needs_multi30k
-from search_graphs import block_call_rewrites
+from search_graphs import assert_search_rewrite, block_call_rewrites
 from shared_run import shared_trained_run
 import train_helpers
 
@@ -36,9 +37,7 @@ def test_one_round_sets_this_threads_options_and_restores_them():
   seen = {}
   with pytest.raises(RuntimeError, match="inside"):
     with graph_options.one_round():
-      inside = _rewrite_options()
-      assert inside.meta_optimizer_iterations == REWRITER.ONE
-      assert inside.memory_optimization == REWRITER.NO_MEM_OPT
+      assert_search_rewrite(_rewrite_options())
       # Other threads keep their own.
       other = threading.Thread(
           target=lambda: seen.update(other=_rewrite_options()))
@@ -61,8 +60,7 @@ def test_a_decoders_searches_are_optimized_with_the_search_options(
   rewrites = block_call_rewrites(graph.node, library)
   assert len(rewrites) == 2  # the two searches
   for rewrite in rewrites:
-    assert rewrite.meta_optimizer_iterations == REWRITER.ONE
-    assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
+    assert_search_rewrite(rewrite)
 
 
 def test_the_trainers_steps_are_called_with_one_round(tmp_path):
@@ -79,8 +77,7 @@ def test_the_trainers_steps_are_called_with_one_round(tmp_path):
   trainer.train()
   assert len(seen) == 2
   for rewrite in seen:
-    assert rewrite.meta_optimizer_iterations == REWRITER.ONE
-    assert rewrite.memory_optimization == REWRITER.NO_MEM_OPT
+    assert_search_rewrite(rewrite)
   # Between the steps (evaluation, checkpoints) the thread's own are back.
   assert _rewrite_options().meta_optimizer_iterations == (
       REWRITER.DEFAULT_NUM_ITERS)
