@@ -21,7 +21,7 @@ round rewrites arithmetic.
 The layout optimizer, the implementation selector, the loop optimizer and
 the TFG (MLIR) passes change no node of a search (float32, bfloat16, int8)
 or of the training step, and took about a tenth of a Decoder's first
-batch: 1.47 -> 1.31 s on the quick start's model on a Zen 4, later
+batch: 1.40 -> 1.27 s on the quick start's model on a Zen 4, later
 batches as fast (docs/performance_log.md, 2026-11-30, "Grappler's passes
 that change nothing left out").
 
@@ -46,8 +46,8 @@ _REWRITER = rewriter_config_pb2.RewriterConfig
 def one_round_config(serialized):
   """A ConfigProto: `serialized` (a serialized ConfigProto, or None for an
   empty one) with one round of Grappler's optimizers, no memory optimizer,
-  and neither the passes that change nothing in t2tlite's graphs nor the
-  TFG passes."""
+  and without the passes that change nothing in t2tlite's graphs (the TFG
+  passes among them)."""
   config = config_pb2.ConfigProto()
   if serialized:
     config.ParseFromString(serialized)
