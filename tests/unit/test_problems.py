@@ -214,6 +214,33 @@ def test_problem_decode_defaults_under_user_overrides(caplog):
     decode_hparams("parsing_wsj", "beam_sise=4")
 
 
+class _Pieces:
+  """A vocabulary as TreeConstraint.from_vocabularies reads it."""
+
+  def __init__(self, pieces):
+    self._pieces = pieces
+
+  def pieces(self):
+    return list(self._pieces)
+
+
+def test_decode_constraint_only_of_a_registered_problem_that_has_one():
+  from t2tlite.decode.settings import DecodeHParams
+  from t2tlite.decode.tree_constraint import TreeConstraint
+  from t2tlite.problem_decoding import decode_constraint
+  from tree_pieces import INPUT_PIECES, TARGET_PIECES
+  words, trees = _Pieces(INPUT_PIECES), _Pieces(TARGET_PIECES)
+  constrained, free = DecodeHParams(), DecodeHParams(constrained=False)
+  tree = decode_constraint("parsing_wsj", words, trees, constrained)
+  assert isinstance(tree, TreeConstraint)
+  assert decode_constraint("parsing_wsj", words, trees, free) is None
+  # None: the reversed problem (its targets are words), a problem without
+  # one, and a name not registered here (a plugin's run decoded where the
+  # plugin is not loaded).
+  for name in ("parsing_wsj_rev", "translate_ende_wmt", "not_a_problem"):
+    assert decode_constraint(name, words, trees, constrained) is None, name
+
+
 def test_vocabulary_files_per_side_and_the_reversed_swap(tmp_path):
   data_dir = str(tmp_path)
   words = str(tmp_path / "vocab.parsing_wsj.model")
