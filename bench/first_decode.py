@@ -8,7 +8,10 @@ Each run is a fresh process (a trace is made once a process), with
 TensorFlow's threads as t2t-decoder sets them: it loads the model, builds
 a `Decoder`, then times one batch of one line (the trace and the run) and
 one batch of two lines of other lengths (a new shape, no new trace).
-It starts as the t2t-* commands start (`t2tlite.bin`).
+It starts as the t2t-* commands start (`t2tlite.bin`), so its Decoder
+loads a traced search kept by an earlier run
+(`t2tlite.decode.trace_cache`): the first run traces and keeps it, later
+ones load it; `T2TLITE_TRACE_CACHE=` (empty) times the trace every run.
 Prints JSON lines: the machine (bench/export_latency.py's), one line a run,
 then the medians. XLA's compiled searches are kept as the commands keep
 them (`t2tlite.xla_cache`): with xla_lines, a run loads what an earlier

@@ -168,19 +168,25 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def own_speedup_cache(tmp_path_factory):
-  """A fresh folder for the measured bfloat16 speedup (t2tlite.bfloat16_check),
-  shared by this test process and the commands it starts: the suite
-  measures on its own machine, never reads a figure kept by an earlier
-  run, and leaves the user's cache alone."""
+  """A fresh cache folder for the measured bfloat16 speedup
+  (t2tlite.bfloat16_check) and the traced searches Decoders keep
+  (t2tlite.decode.trace_cache, in use here as in the commands), shared by
+  this test process and the commands it starts: the suite measures on its
+  own machine, never reads what an earlier run kept, and leaves the user's
+  cache alone."""
   from t2tlite import bfloat16_check
-  saved = os.environ.get(bfloat16_check.CACHE_DIR_ENV)
+  from t2tlite.decode import trace_cache
+  names = (bfloat16_check.CACHE_DIR_ENV, trace_cache.ENV)
+  saved = {name: os.environ.get(name) for name in names}
   os.environ[bfloat16_check.CACHE_DIR_ENV] = str(
       tmp_path_factory.mktemp("t2tlite_cache"))
+  os.environ[trace_cache.ENV] = trace_cache.folder() or ""
   yield
-  if saved is None:
-    del os.environ[bfloat16_check.CACHE_DIR_ENV]
-  else:
-    os.environ[bfloat16_check.CACHE_DIR_ENV] = saved
+  for name, value in saved.items():
+    if value is None:
+      del os.environ[name]
+    else:
+      os.environ[name] = value
 
 
 @pytest.fixture(scope="session")

@@ -1,12 +1,15 @@
 """The t2t-* commands. Importing this package makes TensorFlow's start-up
 quiet (`t2tlite.quiet`) and lighter (`t2tlite.lean_start`), and keeps XLA's
-compiled searches for later commands (`t2tlite.xla_cache`); library code
-(t2tlite outside bin/) leaves logging, imports and TF_XLA_FLAGS as the user
-has them."""
+compiled searches and Decoders' traced searches for later commands
+(`t2tlite.xla_cache`, `t2tlite.decode.trace_cache`); library code (t2tlite
+outside bin/) leaves logging, imports, TF_XLA_FLAGS and
+T2TLITE_TRACE_CACHE as the user has them."""
 from t2tlite import lean_start as _lean_start
 from t2tlite import quiet as _quiet
 from t2tlite import xla_cache as _xla_cache
+from t2tlite.decode import trace_cache as _trace_cache
 
 _quiet.install()
 _lean_start.install()
 _xla_cache.install()
+_trace_cache.install()

@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2tlite import graph_options, xla_cache
-from t2tlite.decode import machine, search, strategy
+from t2tlite.decode import machine, search, strategy, trace_cache
 from t2tlite.decode import prefix as prefix_lib
 from t2tlite.ids import EOS_ID, PAD_ID
 
@@ -158,6 +158,8 @@ class Decoder:
         run, input_signature=[strings_spec,
                               tf.TensorSpec([None, None], tf.int32)],
         autograph=False)
+    self._weights = weights
+    self._text_search = None  # `_searcher`'s
     self._xla_search = None
     self._xla_failed = set()  # shapes (rows, tokens) XLA failed on
     if self.hp.xla_lines:
@@ -186,6 +188,22 @@ class Decoder:
             self.target_vocab, strings, result, hp.multiple_outputs),
         autograph=False, reduce_retracing=True)
     return encode, compiled, texts
+
+  def _searcher(self):
+    """The text search without prefixes: kept by an earlier process where
+    t2tlite's trace cache is in use and holds it (`trace_cache`), else
+    traced here (and kept, where the cache is in use)."""
+    if self._text_search is None:
+      key = named = None
+      if trace_cache.in_use():
+        key = trace_cache.search_key(self.model, self.settled, self.vocab,
+                                     self.target_vocab, self.constraint)
+      if key is not None:
+        named = trace_cache.named_arguments(self.model, self._weights,
+                                            self.vocab, self.target_vocab)
+      self._text_search = trace_cache.search_function(self._decode, key,
+                                                      named)
+    return self._text_search
 
   def _uses_xla(self, lines):
     """Whether a batch of `lines` lines without prefixes is searched with
@@ -264,7 +282,7 @@ class Decoder:
             tf.constant(strings, tf.string),
             self.prefix_ids(strings, prefixes))
       elif result is None:
-        result = self._decode(tf.constant(strings, tf.string))
+        result = self._searcher()(tf.constant(strings, tf.string))
     outputs = result["outputs"].numpy().tolist()
     if self.hp.multiple_outputs:
       outputs = [[b.decode("utf-8") for b in beams] for beams in outputs]

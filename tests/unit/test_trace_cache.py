@@ -1,0 +1,95 @@
+"""A Decoder's traced text search kept for later processes
+(t2tlite.decode.trace_cache): the kept search gives the traced one's
+outputs and scores bit for bit, on its own model's weights too; a changed
+setting is another entry; a damaged entry is traced again, with a
+warning. Decoders made here stand for later processes: each registers the
+kept functions it loads as a fresh process would."""
+import dataclasses
+import glob
+import os
+
+import pytest
+
+from t2tlite.decode import machine, trace_cache
+from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.settings import DecodeHParams
+
+from run_folder import multi30k_lines, needs_multi30k
+from shared_run import shared_trained_run
+
+pytestmark = needs_multi30k
+SETTINGS = "beam_size=2,alpha=0.6,extra_length=5"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+  """A fresh cache folder in use (as a command's `install` sets it)."""
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path / "traces"))
+  return tmp_path / "traces"
+
+
+def _decoder(model, vocab, settings=SETTINGS):
+  return Decoder(model, vocab, machine.settle(DecodeHParams.parse(settings)))
+
+
+def _decoded(decoder, lines):
+  return decoder.decode_batch(lines), decoder._text_search
+
+
+def test_the_kept_search_decodes_as_the_traced_one(tmp_path_factory, cache,
+                                                   monkeypatch):
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  lines = multi30k_lines("en", 5)
+  traced, first = _decoded(_decoder(model, vocab), lines)
+  assert not isinstance(first, trace_cache.KeptSearch)
+  assert len(glob.glob(str(cache / "*.search"))) == 1
+  kept, second = _decoded(_decoder(model, vocab), lines)
+  assert isinstance(second, trace_cache.KeptSearch)
+  assert kept == traced  # outputs, and scores to the last bit
+  # Another run of the same hparams: the kept search on its own weights.
+  _, other, other_vocab = shared_trained_run(tmp_path_factory, seed=4)
+  theirs, third = _decoded(_decoder(other, other_vocab), lines)
+  assert isinstance(third, trace_cache.KeptSearch)
+  assert theirs != traced
+  monkeypatch.setenv(trace_cache.ENV, "")  # traced, without the cache
+  assert _decoded(_decoder(other, other_vocab), lines)[0] == theirs
+
+
+def test_a_damaged_entry_is_traced_again_with_a_warning(
+    tmp_path_factory, cache, caplog):
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  lines = multi30k_lines("en", 2)
+  traced, _ = _decoded(_decoder(model, vocab), lines)
+  entry, = glob.glob(str(cache / "*.search"))
+  with open(entry, "r+b") as f:
+    f.truncate(os.path.getsize(entry) // 2)
+  with caplog.at_level("WARNING"):
+    again, search = _decoded(_decoder(model, vocab), lines)
+  assert not isinstance(search, trace_cache.KeptSearch)
+  assert again == traced
+  assert "is not used (ValueError: its functions do not parse" in caplog.text
+  # Traced, it was kept again, whole.
+  assert isinstance(_decoded(_decoder(model, vocab), lines)[1],
+                    trace_cache.KeptSearch)
+
+
+def test_the_key_follows_what_the_trace_reads(tmp_path_factory):
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+
+  def key(settings=SETTINGS, **changes):
+    settled = machine.settle(DecodeHParams.parse(settings))
+    parts = dict(model=model, settled=settled, vocab=vocab,
+                 target_vocab=vocab, constraint=None)
+    parts.update(changes)
+    return trace_cache.search_key(**parts)
+
+  assert key() == key()
+  assert key("beam_size=3,alpha=0.6,extra_length=5") != key()
+  settled = machine.settle(DecodeHParams.parse(SETTINGS))
+  assert key(settled=dataclasses.replace(
+      settled, weights_first=not settled.weights_first)) != key()
+  # A constraint's code is not in the key: its search is not kept; nor an
+  # ensemble's.
+  assert key(constraint=object()) is None
+  from t2tlite.decode.ensemble import Ensemble
+  assert key(model=Ensemble([model, model])) is None
