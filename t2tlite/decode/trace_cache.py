@@ -6,8 +6,8 @@ A Decoder's first batch is mostly the search's trace in Python (about
 finds the same search kept by an earlier one registers the kept functions
 with TensorFlow and calls them by name, with its own weights: the graph
 TensorFlow optimizes and runs is the one the trace made, so outputs and
-scores are the traced search's, bit for bit (tests/unit/
-test_trace_cache.py).
+scores are the traced search's, bit for bit
+(tests/unit/test_trace_cache.py).
 
 An entry is keyed by everything the trace reads (`search_key`): the
 t2tlite code (a digest of its source files), the TensorFlow, Keras,
@@ -153,14 +153,16 @@ def save(key, concrete, named):
   returns whether it did. Failing to write only logs."""
   from absl import logging
   by_id = {id(value): name for name, value in named.items()}
-  captures = [by_id.get(id(value)) for value in concrete.captured_inputs]
-  if None in captures:
+  names = [by_id.get(id(value)) for value in concrete.captured_inputs]
+  outputs = concrete.structured_outputs
+  if None in names or not isinstance(outputs, dict) or len(
+      concrete.outputs) != len(outputs):
     return False
   library = concrete.graph.as_graph_def().library
   library.function.append(concrete.function_def)
   meta = {"format": _FORMAT, "function": concrete.function_def.signature.name,
-          "captures": captures,
-          "outputs": sorted(concrete.structured_outputs)}
+          "captures": [[name, *_signature(named[name])] for name in names],
+          "outputs": sorted(outputs)}  # tf.nest's order of a dict
   path = _path(key)
   try:
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -203,13 +205,28 @@ def load(key, named):
     with open(path, "rb") as f:
       header, _, library_bytes = f.read().partition(b"\n")
     meta = json.loads(header)
-    arguments = [named[name] for name in meta["captures"]]
+    arguments = [_argument(named, *capture) for capture in meta["captures"]]
     entry = _registered(key, meta, library_bytes)
   except (OSError, ValueError, KeyError, TypeError) as error:
     logging.warning("The kept search %s is not used (%s: %s); tracing it.",
                     path, type(error).__name__, error)
     return None
   return KeptSearch(entry, arguments, meta["outputs"])
+
+
+def _signature(value):
+  """[dtype name, shape] of a tensor."""
+  return [value.dtype.name, value.shape.as_list()]
+
+
+def _argument(named, name, dtype, shape):
+  """named[name], which must have the dtype and shape the entry recorded.
+  Raises KeyError or ValueError."""
+  value = named[name]
+  if _signature(value) != [dtype, shape]:
+    raise ValueError(f"{name} is {_signature(value)} here, {[dtype, shape]} "
+                     "in the entry")
+  return value
 
 
 def _registered(key, meta, library_bytes):

@@ -93,3 +93,16 @@ def test_the_key_follows_what_the_trace_reads(tmp_path_factory):
   assert key(constraint=object()) is None
   from t2tlite.decode.ensemble import Ensemble
   assert key(model=Ensemble([model, model])) is None
+
+
+def test_an_argument_of_another_shape_or_dtype_is_refused():
+  import tensorflow as tf
+  named = {"weights:values/kernel": tf.zeros([2, 3])}
+  assert trace_cache._argument(named, "weights:values/kernel", "float32",
+                               [2, 3]) is named["weights:values/kernel"]
+  with pytest.raises(ValueError, match=r"\['float32', \[2, 3\]\] here"):
+    trace_cache._argument(named, "weights:values/kernel", "float32", [2, 4])
+  with pytest.raises(ValueError, match="bfloat16"):
+    trace_cache._argument(named, "weights:values/kernel", "bfloat16", [2, 3])
+  with pytest.raises(KeyError):
+    trace_cache._argument(named, "weights:values/other", "float32", [2, 3])
