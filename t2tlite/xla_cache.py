@@ -94,13 +94,13 @@ def install():
   if named is not None:
     return named
   path = folder()
-  if path is None or not _can_make(path):
+  if path is None or not can_make(path):
     return ""
   os.environ[ENV] = f"{flags} {FLAG}={path}".strip()
   return path
 
 
-def _can_make(path):
+def can_make(path):
   """Whether `path` is a writable folder or could be made as one (its
   nearest existing ancestor is a writable folder). TensorFlow makes it
   when it first keeps a program, so a command that compiles nothing

@@ -54,10 +54,14 @@ def folder():
 def install():
   """Names the cache folder in T2TLITE_TRACE_CACHE for this process and
   those it starts, unless it is set already. Returns the folder in use
-  ("" for none)."""
+  ("" for none: TensorFlow's version unknown, or a folder that cannot be
+  made or written, where every command would warn that it cannot keep
+  its search)."""
   if ENV in os.environ:
     return os.environ[ENV]
   path = folder() or ""
+  if path and not xla_cache.can_make(path):
+    path = ""
   os.environ[ENV] = path
   return path
 

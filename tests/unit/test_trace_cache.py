@@ -106,3 +106,14 @@ def test_an_argument_of_another_shape_or_dtype_is_refused():
     trace_cache._argument(named, "weights:values/kernel", "bfloat16", [2, 3])
   with pytest.raises(KeyError):
     trace_cache._argument(named, "weights:values/other", "float32", [2, 3])
+
+
+def test_install_names_the_folder_unless_the_user_did(tmp_path, monkeypatch):
+  monkeypatch.setenv("T2TLITE_CACHE_DIR", str(tmp_path / "cache"))
+  for own in ("", str(tmp_path / "mine")):  # off, or a folder of one's own
+    monkeypatch.setenv(trace_cache.ENV, own)
+    assert trace_cache.install() == own == trace_cache.in_use()
+  monkeypatch.delenv(trace_cache.ENV)
+  installed = trace_cache.install()
+  assert installed == trace_cache.in_use() == trace_cache.folder()
+  assert installed.startswith(str(tmp_path / "cache" / "traces" / "tf-"))
