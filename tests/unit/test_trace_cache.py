@@ -117,3 +117,67 @@ def test_install_names_the_folder_unless_the_user_did(tmp_path, monkeypatch):
   installed = trace_cache.install()
   assert installed == trace_cache.in_use() == trace_cache.folder()
   assert installed.startswith(str(tmp_path / "cache" / "traces" / "tf-"))
+  # A cache folder that cannot be made (under a file): the cache is off.
+  (tmp_path / "file").write_text("")
+  monkeypatch.setenv("T2TLITE_CACHE_DIR", str(tmp_path / "file" / "cache"))
+  monkeypatch.delenv(trace_cache.ENV)
+  assert trace_cache.install() == "" == trace_cache.in_use()
+
+
+def _tiny_search(captured):
+  """A traced function shaped as a Decoder's text search (strings -> a
+  dict of tensors) that captures `captured`."""
+  import tensorflow as tf
+  return tf.function(
+      lambda strings: {"outputs": strings, "scores": captured + 0.0},
+      input_signature=[tf.TensorSpec([None], tf.string)],
+      autograph=False).get_concrete_function()
+
+
+def test_what_cannot_be_kept_is_not(tmp_path, monkeypatch, caplog):
+  import tensorflow as tf
+  value = tf.constant([1.0, 2.0])
+  search = _tiny_search(value)
+  # An argument no live process could find: nothing written.
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path / "traces"))
+  assert not trace_cache.save("k", search, {})
+  assert not (tmp_path / "traces").exists()
+  # A folder that cannot be made: a warning, and the command goes on.
+  (tmp_path / "file").write_text("")
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path / "file" / "traces"))
+  with caplog.at_level("WARNING"):
+    assert not trace_cache.save("k", search, {"weights:v": value})
+  assert "could not be kept in" in caplog.text
+  # No TensorFlow version to name a folder by: no cache.
+  monkeypatch.delenv(trace_cache.ENV)
+  monkeypatch.setattr(trace_cache.xla_cache, "tensorflow_version",
+                      lambda: None)
+  assert trace_cache.folder() is None and trace_cache.install() == ""
+  assert trace_cache._version("no-such-distribution") is None
+
+
+def test_an_entry_is_checked_and_its_functions_renamed(tmp_path, monkeypatch):
+  import tensorflow as tf
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path))
+  value = tf.constant([1.0, 2.0])
+  assert trace_cache.save("k" * 32, _tiny_search(value), {"weights:v": value})
+  kept = trace_cache.load("k" * 32, {"weights:v": tf.constant([3.0, 4.0])})
+  result = kept(tf.constant(["a", "b"]))
+  assert result["outputs"].numpy().tolist() == [b"a", b"b"]
+  assert result["scores"].numpy().tolist() == [3.0, 4.0]  # its own weights
+  meta = {"format": trace_cache._FORMAT, "function": "f"}
+  with pytest.raises(ValueError, match="format 0, expected"):
+    trace_cache._registered("k", dict(meta, format=0), b"")
+  with pytest.raises(ValueError, match="it lacks its function f"):
+    trace_cache._registered("k", meta, b"")
+  # Calls by attribute and by op name both follow the renaming.
+  from tensorflow.core.framework import function_pb2
+  function = function_pb2.FunctionDef()
+  function.signature.name = "outer"
+  by_attr, by_op = function.node_def.add(), function.node_def.add()
+  by_attr.op = "PartitionedCall"
+  by_attr.attr["f"].func.name = "inner"
+  by_op.op = "inner"
+  trace_cache._rename(function, {"outer": "p_outer", "inner": "p_inner"})
+  assert function.signature.name == "p_outer"
+  assert by_attr.attr["f"].func.name == "p_inner" and by_op.op == "p_inner"
