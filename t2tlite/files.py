@@ -26,6 +26,20 @@ def atomic_write_text(path, text):
   tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
+def atomic_write_bytes(path, data):
+  """Writes `data` to a local `path` under a temporary name, then renames
+  it (a temporary left by a failed write is removed)."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  try:
+    with open(tmp, "wb") as f:
+      f.write(data)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.unlink(tmp)
+    raise
+
+
 def atomic_copy(source, destination):
   """Copies a local file under a temporary name, then renames it."""
   tmp = f"{destination}.tmp-{os.getpid()}"

@@ -194,15 +194,9 @@ class Decoder:
     t2tlite's trace cache is in use and holds it (`trace_cache`), else
     traced here (and kept, where the cache is in use)."""
     if self._text_search is None:
-      key = named = None
-      if trace_cache.in_use():
-        key = trace_cache.search_key(self.model, self.settled, self.vocab,
-                                     self.target_vocab, self.constraint)
-      if key is not None:
-        named = trace_cache.named_arguments(self.model, self._weights,
-                                            self.vocab, self.target_vocab)
-      self._text_search = trace_cache.search_function(self._decode, key,
-                                                      named)
+      self._text_search = trace_cache.search_function(
+          self._decode, self.model, self.settled, self.vocab,
+          self.target_vocab, self.constraint, self._weights)
     return self._text_search
 
   def _uses_xla(self, lines):

@@ -29,6 +29,7 @@ value turns the cache off); library code never calls it, and a Decoder
 made where it is not set traces as before. Entries are written under a
 temporary name and renamed: a reader never sees half of one.
 """
+import functools
 import hashlib
 import json
 import os
@@ -71,26 +72,21 @@ def in_use():
   return os.environ.get(ENV, "")
 
 
-_code_digest = None
-
-
+@functools.cache
 def code_digest():
   """sha256 of t2tlite's source files (paths and contents), computed once a
   process."""
-  global _code_digest
-  if _code_digest is None:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = hashlib.sha256()
-    for folder_path, folders, names in sorted(os.walk(root)):
-      folders.sort()
-      for name in sorted(names):
-        if name.endswith(".py"):
-          path = os.path.join(folder_path, name)
-          digest.update(os.path.relpath(path, root).encode())
-          with open(path, "rb") as f:
-            digest.update(f.read())
-    _code_digest = digest.hexdigest()
-  return _code_digest
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  digest = hashlib.sha256()
+  for folder_path, folders, names in sorted(os.walk(root)):
+    folders.sort()
+    for name in sorted(names):
+      if name.endswith(".py"):
+        path = os.path.join(folder_path, name)
+        digest.update(os.path.relpath(path, root).encode())
+        with open(path, "rb") as f:
+          digest.update(f.read())
+  return digest.hexdigest()
 
 
 def _version(distribution):
@@ -165,16 +161,15 @@ def save(key, concrete, named):
   library = concrete.graph.as_graph_def().library
   library.function.append(concrete.function_def)
   meta = {"format": _FORMAT, "function": concrete.function_def.signature.name,
-          "captures": [[name, *_signature(named[name])] for name in names],
+          "captures": [[name, *_signature(value)] for name, value in
+                       zip(names, concrete.captured_inputs)],
           "outputs": sorted(outputs)}  # tf.nest's order of a dict
   path = _path(key)
   try:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
-      f.write(json.dumps(meta).encode() + b"\n")
-      f.write(library.SerializeToString())
-    os.replace(tmp, path)  # whole, whoever wrote it last
+    # Whole, whoever wrote it last.
+    files.atomic_write_bytes(path, json.dumps(meta).encode() + b"\n" +
+                             library.SerializeToString())
   except OSError as error:
     logging.warning("The traced search could not be kept in %s (%s); the "
                     "next process traces it again.", os.path.dirname(path),
@@ -188,12 +183,13 @@ class KeptSearch:
   called as the traced function is, strings -> {name: tensor}."""
 
   def __init__(self, function_name, arguments, outputs):
+    from tensorflow.python.eager import context
+    self._context = context.context()
     self._name, self._arguments = function_name.encode(), arguments
     self._outputs = outputs
 
   def __call__(self, strings):
-    from tensorflow.python.eager import context
-    results = context.context().call_function(
+    results = self._context.call_function(
         self._name, [strings] + self._arguments, len(self._outputs))
     return dict(zip(self._outputs, results))
 
@@ -274,16 +270,21 @@ def _rename(function, renamed):
       node.op = renamed[node.op]
 
 
-def search_function(traced, key, named):
-  """The text search to call: the kept one under `key` where the cache is
-  in use and holds it; else `traced` (a tf.function of strings) traced
-  here, and kept for later processes when the cache is in use. Call inside
+def search_function(traced, model, settled, vocab, target_vocab, constraint,
+                    search_weights):
+  """A Decoder's text search to call: the kept one where the cache is in
+  use and holds it; else `traced` (the Decoder's tf.function of strings),
+  traced here and kept for later processes where the cache is in use and
+  the search can be kept (`search_key`). Call inside
   `graph_options.one_round()`, as the search is called."""
-  if in_use() and key is not None:
-    kept = load(key, named)
-    if kept is not None:
-      return kept
-    concrete = traced.get_concrete_function()
-    save(key, concrete, named)
-    return concrete
-  return traced
+  key = in_use() and search_key(model, settled, vocab, target_vocab,
+                                constraint)
+  if not key:
+    return traced
+  named = named_arguments(model, search_weights, vocab, target_vocab)
+  kept = load(key, named)
+  if kept is not None:
+    return kept
+  concrete = traced.get_concrete_function()
+  save(key, concrete, named)
+  return concrete

@@ -181,3 +181,13 @@ def test_an_entry_is_checked_and_its_functions_renamed(tmp_path, monkeypatch):
   trace_cache._rename(function, {"outer": "p_outer", "inner": "p_inner"})
   assert function.signature.name == "p_outer"
   assert by_attr.attr["f"].func.name == "p_inner" and by_op.op == "p_inner"
+
+
+def test_an_entry_written_in_part_leaves_no_temporary(tmp_path):
+  from t2tlite import files
+  files.atomic_write_bytes(str(tmp_path / "entry"), b"whole")
+  assert (tmp_path / "entry").read_bytes() == b"whole"
+  (tmp_path / "taken").mkdir()  # the rename onto a folder fails
+  with pytest.raises(OSError):
+    files.atomic_write_bytes(str(tmp_path / "taken"), b"new")
+  assert sorted(os.listdir(tmp_path)) == ["entry", "taken"]
