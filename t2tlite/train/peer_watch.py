@@ -66,6 +66,32 @@ def address_refuses(address, timeout_secs=REFUSAL_CHECK_SECS):
     return error.errno in _REFUSALS
 
 
+def unanswered_after_a_failed_collective(addresses, probe,
+                                         timeout_secs=PROBE_SECS):
+  """{name: REFUSED or SILENT} for the peers of `addresses` ({name:
+  "host:port"}) that do not answer, asked once a collective has failed. A
+  peer whose address refuses connections, before or after its probe, is
+  REFUSED: the channel to a peer just killed may leave a probe waiting out
+  its whole timeout, and the killed peer would be named silent. The check
+  before the probe answers at once for a peer already gone.
+
+  Args:
+    addresses: {name: "host:port"} of the peers.
+    probe: callable (name, address, timeout_secs) -> ANSWERED, REFUSED or
+      SILENT (`strategy.probe_peers`'s probe of one peer).
+    timeout_secs: how long one probe waits.
+  """
+  unanswered = {}
+  for peer, address in addresses.items():
+    outcome = (REFUSED if address_refuses(address)
+               else probe(peer, address, timeout_secs))
+    if outcome == SILENT and address_refuses(address):
+      outcome = REFUSED
+    if outcome != ANSWERED:
+      unanswered[peer] = outcome
+  return unanswered
+
+
 class PeerWatch:
   """Probes peers from a thread; reports those refusing or silent too long.
 

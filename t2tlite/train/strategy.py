@@ -363,10 +363,8 @@ def probe_peers(peers, timeout_secs, addresses):
 
 
 def unanswered_peers(strategy, timeout_secs=peer_watch.PROBE_SECS):
-  """{name: peer_watch.REFUSED or SILENT} for the peers that do not answer a
-  probe in time."""
-  addresses = peer_addresses(strategy)
-  peers = list(addresses)
-  return {peer: outcome for peer, outcome in
-          zip(peers, probe_peers(peers, timeout_secs, addresses))
-          if outcome != peer_watch.ANSWERED}
+  """{name: peer_watch.REFUSED or SILENT} for the peers that do not answer,
+  asked once a collective has failed
+  (`peer_watch.unanswered_after_a_failed_collective`)."""
+  return peer_watch.unanswered_after_a_failed_collective(
+      peer_addresses(strategy), _probe, timeout_secs)

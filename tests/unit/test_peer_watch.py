@@ -200,6 +200,38 @@ def test_address_refuses_only_when_nothing_listens():
     assert peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
 
 
+
+def test_after_a_failed_collective_a_refusing_address_is_refused():
+  """Once a collective failed, a peer whose address refuses connections is
+  REFUSED without its probe (which may wait out its timeout on the channel
+  to a peer just killed), and so is one whose address refuses after its
+  probe timed out; a silent peer that still listens stays SILENT."""
+  closed, = train_helpers.free_ports(1)
+  with socket.socket() as silent, socket.socket() as closes:
+    for listener in (silent, closes):
+      listener.bind(("127.0.0.1", 0))
+      listener.listen(1)
+    ports = {1: closed, 2: silent.getsockname()[1],
+             3: closes.getsockname()[1], 4: silent.getsockname()[1]}
+    addresses = {f"/job:worker/task:{task}": f"127.0.0.1:{port}"
+                 for task, port in ports.items()}
+    probed = []
+
+    def probe(peer, address, timeout_secs):
+      probed.append(peer)
+      if peer == "/job:worker/task:3":
+        closes.close()  # killed while its probe waits
+      return (peer_watch.ANSWERED if peer == "/job:worker/task:4"
+              else peer_watch.SILENT)
+
+    unanswered = peer_watch.unanswered_after_a_failed_collective(
+        addresses, probe, timeout_secs=0.1)
+  assert unanswered == {"/job:worker/task:1": peer_watch.REFUSED,
+                        "/job:worker/task:2": peer_watch.SILENT,
+                        "/job:worker/task:3": peer_watch.REFUSED}
+  assert probed == ["/job:worker/task:2", "/job:worker/task:3",
+                    "/job:worker/task:4"]
+
 SERVER = """
 import tensorflow as tf, time
 tf.distribute.Server(tf.train.ClusterSpec({cluster!r}), job_name="worker",
