@@ -273,11 +273,11 @@ def _rename(function, renamed):
 def search_function(traced, model, settled, vocab, target_vocab, constraint,
                     search_weights):
   """A Decoder's text search to call: the kept one where the cache is in
-  use and holds it; else `traced` (the Decoder's tf.function of strings),
-  traced here and kept for later processes where the cache is in use and
-  the search can be kept (`search_key`). Either way a function called
-  directly, not through the tf.function's dispatch (a few tenths of a
-  millisecond a call). Call inside `graph_options.one_round()`, as the
+  use and holds it; else the concrete function of `traced` (the Decoder's
+  tf.function of strings), traced here and kept for later processes where
+  the cache is in use and the search can be kept (`search_key`). Either
+  way called without the tf.function's dispatch, a few tenths of a
+  millisecond a call. Call inside `graph_options.one_round()`, as the
   search is called."""
   key = in_use() and search_key(model, settled, vocab, target_vocab,
                                 constraint)

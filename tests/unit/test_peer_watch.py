@@ -200,7 +200,6 @@ def test_address_refuses_only_when_nothing_listens():
     assert peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
 
 
-
 def test_after_a_failed_collective_a_refusing_address_is_refused():
   """Once a collective failed, a peer whose address refuses connections is
   REFUSED without its probe (which may wait out its timeout on the channel
@@ -231,6 +230,7 @@ def test_after_a_failed_collective_a_refusing_address_is_refused():
                         "/job:worker/task:3": peer_watch.REFUSED}
   assert probed == ["/job:worker/task:2", "/job:worker/task:3",
                     "/job:worker/task:4"]
+
 
 SERVER = """
 import tensorflow as tf, time
