@@ -209,7 +209,7 @@ def test_after_a_failed_collective_a_refusing_address_is_refused():
   with socket.socket() as silent, socket.socket() as closes:
     for listener in (silent, closes):
       listener.bind(("127.0.0.1", 0))
-      listener.listen(1)
+      listener.listen(8)  # room for every check's connection
     ports = {1: closed, 2: silent.getsockname()[1],
              3: closes.getsockname()[1], 4: silent.getsockname()[1]}
     addresses = {f"/job:worker/task:{task}": f"127.0.0.1:{port}"
