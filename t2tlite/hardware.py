@@ -33,6 +33,9 @@ ISA_CAPS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2",
 ISA_CAPS_WITHOUT_VNNI = ("SSE41", "AVX", "AVX2", "AVX512_CORE")
 ISA_CAPS_WITHOUT_AVX512_VNNI = ISA_CAPS_WITHOUT_VNNI + ("AVX2_VNNI",
                                                        "AVX2_VNNI_2")
+# ONEDNN_MAX_CPU_ISA values below AVX-512: oneDNN then uses no AVX-512
+# instructions, whatever the CPU has.
+ISA_CAPS_WITHOUT_AVX512 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +156,22 @@ def usable_cpu_flags(flags, isa_cap=""):
   if cap in ISA_CAPS_WITHOUT_VNNI:
     ruled_out.add("avx_vnni")
   return flags - ruled_out
+
+
+def onednn_may_use_avx512(flags=None, isa_cap=None):
+  """Whether oneDNN may use AVX-512 here: the CPU has avx512f and
+  ONEDNN_MAX_CPU_ISA does not hold oneDNN below it.
+
+  Args:
+    flags: /proc/cpuinfo flag names; default this machine's.
+    isa_cap: ONEDNN_MAX_CPU_ISA's value; default this process's.
+  """
+  if flags is None:
+    flags = cpuinfo().get("flags", "").split()
+  if isa_cap is None:
+    isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
+  return ("avx512f" in flags and
+          isa_cap.upper() not in ISA_CAPS_WITHOUT_AVX512)
 
 
 def _gpus():

@@ -40,8 +40,8 @@ def decode_strings(model, vocab, strings, settled, target_vocab=None,
     target_vocab: the targets' Vocabulary (decodes the outputs); None: vocab.
     constraint: None, or a `constraints.DecodeConstraint`
       (`search.decode`).
-    search_weights: None, or `search.fixed_search_weights(model,
-      settled.int8, settled.weights_first)`.
+    search_weights: None, or the model's `search.fixed_search_weights` as
+      `settled` says (int8, weights_first, laid_out_kernels).
     target_prefix: None, or int32 [batch, prefix_len] each output's first
       target ids, 0-padded (`prefix`).
   Returns:
@@ -140,8 +140,9 @@ class Decoder:
     self.settled, self.hp = settled, settled.hp
     self.target_vocab = target_vocab or vocab
     self.constraint = constraint
-    weights = search.fixed_search_weights(model, settled.int8,
-                                          settled.weights_first)
+    weights = search.fixed_search_weights(
+        model, settled.int8, settled.weights_first,
+        laid_out_kernels=settled.laid_out_kernels)
 
     def run(strings, target_prefix=None):
       return decode_strings(model, vocab, strings, settled, self.target_vocab,

@@ -43,11 +43,12 @@ class Ensemble:
                                         max_length=min(learned))
 
   def search_weights(self, int8=False, keep_variables=False,
-                     int8_weights_first=False):
+                     int8_weights_first=False, laid_out_kernels=True):
     """An `EnsembleWeights`: each model's `search_weights`."""
     return EnsembleWeights(tuple(
         m.search_weights(int8=int8, keep_variables=keep_variables,
-                         int8_weights_first=int8_weights_first)
+                         int8_weights_first=int8_weights_first,
+                         laid_out_kernels=laid_out_kernels)
         for m in self.models))
 
   def prepare_decoding(self, inputs, max_decode_length=None,

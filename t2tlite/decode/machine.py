@@ -95,6 +95,10 @@ class SettledDecode:
       each call, wherever it runs (an export: `search.int8_or_float`);
       otherwise int8 is decided here, once.
     weights_first: the int8 kernels' layout (`precision.int8_support`).
+    laid_out_kernels: a float32 search's decoder kernels laid out for a
+      one-batch matmul with transpose_b (`linear.decoding_kernels`), the
+      form oneDNN's AVX2 GEMM runs fast; False where oneDNN may use AVX-512,
+      whose 2-D GEMM runs them fastest as stored (`settle`).
     int8_reason: why int8 is on or off here; "" when not asked for.
     precision: the `precision.Choice` the model computes in, or None when
       the caller built its model in a precision of its own.
@@ -103,6 +107,7 @@ class SettledDecode:
   threads_per_search: int | None = None
   int8_per_call: bool = False
   weights_first: bool = False
+  laid_out_kernels: bool = True
   int8_reason: str = ""
   precision: precision_lib.Choice | None = None
 
@@ -133,6 +138,11 @@ def settle(hp, compute=None, device=None, int8_per_call=False,
     reason (once per reason and process), and the search multiplies in the
     compute precision instead; unless `int8_per_call` (an export: its
     graph picks int8 or not at each request, wherever it is served);
+  - a float32 search's decoder kernels are laid out for oneDNN's AVX2
+    GEMM unless oneDNN may use AVX-512 here
+    (`hardware.onednn_may_use_avx512`: decode_base float32 1.12x as
+    stored on a Zen 4; BUILD_NOTES.md, "Decoding layouts"); an export
+    lays them out wherever it is made (`exporter`);
   - `compute`, a --mixed_precision value ("auto" or a precision), becomes
     a `precision.Choice` (the caller announces it and builds its model in
     it).
@@ -157,7 +167,9 @@ def settle(hp, compute=None, device=None, int8_per_call=False,
     with tf.init_scope():  # describing the machine may run ops: no trace
       device = device or hardware.describe_device()
   choice = precision_lib.choose(compute, device) if compute else None
-  settled = SettledDecode(hp, threads, precision=choice)
+  settled = SettledDecode(
+      hp, threads, precision=choice,
+      laid_out_kernels=not hardware.onednn_may_use_avx512())
   if not hp.int8:
     return settled
   support = precision_lib.int8_support(device)

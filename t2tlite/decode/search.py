@@ -85,7 +85,7 @@ def int8_or_float(model, inputs, plan, search_weights=None, constraint=None,
 
 
 def fixed_search_weights(model, int8=False, weights_first=False,
-                         held=True):
+                         held=True, laid_out_kernels=True):
   """The weights a search reads (`model.search_weights`), made once, now,
   for all later searches of a model whose weights no longer change (a
   decoder or an export of a checkpoint): `decode` then skips making
@@ -110,6 +110,8 @@ def fixed_search_weights(model, int8=False, weights_first=False,
       (`precision.int8_support`).
     held: False for a graph that may run where TensorFlow lacks the held
       product (an export: TF Serving's core ops only).
+    laid_out_kernels: a float32 search's decoder kernel layout (settled:
+      `SettledDecode.laid_out_kernels`).
   Returns:
     a `SearchWeights` (an `EnsembleWeights` for an `Ensemble`), as
     `decode`'s search_weights.
@@ -118,7 +120,8 @@ def fixed_search_weights(model, int8=False, weights_first=False,
   with tf.init_scope():
     weights = model.search_weights(int8=int8, keep_variables=True,
                                    int8_weights_first=weights_first and
-                                   not held)
+                                   not held,
+                                   laid_out_kernels=laid_out_kernels)
   return weights.held() if held else weights
 
 
@@ -165,7 +168,8 @@ def decode(model, inputs, plan, constraint=None, search_weights=None,
     inputs = inputs[:, :model.config.max_length]  # the table's end
   if search_weights is None:
     search_weights = model.search_weights(
-        int8=plan.int8, int8_weights_first=plan.int8_weights_first)
+        int8=plan.int8, int8_weights_first=plan.int8_weights_first,
+        laid_out_kernels=plan.laid_out_kernels)
   elif search_weights.int8 != plan.int8:
     raise ValueError(f"decode(int8={plan.int8}) was given the search "
                      f"weights of an int8={not plan.int8} search: make them "

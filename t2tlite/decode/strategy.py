@@ -246,13 +246,15 @@ class DecodePlan:
   strategy: Greedy, Beam or Sample (EpsilonSample); limits: OutputLimits; int8: the int8
   search; int8_weights_first: its kernels' layout, as settled for the
   machine (`precision.int8_support`); concurrent_searches: searches side by
-  side over blocks of a batch's rows (>= 1, settled).
+  side over blocks of a batch's rows (>= 1, settled); laid_out_kernels: a
+  float32 search's decoder kernels' layout, as settled for the machine.
   """
   strategy: Strategy
   limits: OutputLimits
   int8: bool
   int8_weights_first: bool
   concurrent_searches: int
+  laid_out_kernels: bool = True
 
   @classmethod
   def from_settled(cls, settled):
@@ -270,4 +272,4 @@ class DecodePlan:
     limits = OutputLimits(hp.extra_length, hp.min_length,
                           hp.no_repeat_ngram_size)
     return cls(of(hp), limits, settled.int8, settled.weights_first,
-               settled.searches)
+               settled.searches, settled.laid_out_kernels)

@@ -19,6 +19,7 @@ natively (GPUs of compute capability >= 8.0, CPUs with avx512_bf16 or
 amx_bf16); elsewhere it is emulated and slower. Weights are stored in
 float32 either way.
 """
+import dataclasses
 import json
 import os
 import uuid
@@ -118,6 +119,15 @@ def _publish(tmp, export_dir):
         raise
 
 
+def settled_for_export(hp):
+  """`hp` settled as an export runs them wherever it is served: int8 picked
+  at each call (`machine.settle`'s int8_per_call), and a float32 search's
+  decoder kernels laid out as oneDNN's AVX2 GEMM runs them fast, wherever
+  the export is made (`SettledDecode.laid_out_kernels`)."""
+  return dataclasses.replace(machine.settle(hp, int8_per_call=True),
+                             laid_out_kernels=True)
+
+
 def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
                        decode_hparams=None, precision="float32"):
   """Exports a trained run for TF Serving.
@@ -157,7 +167,7 @@ def export_saved_model(output_dir, export_dir=None, checkpoint_path=None,
     raise ValueError(f"decode hparam xla_lines={hp.xla_lines} is a "
                      "Decoder's (t2t-decoder, t2t-serve on a run folder): an "
                      "export's search is not XLA-compiled; leave it out")
-  settled = machine.settle(hp, int8_per_call=True)
+  settled = settled_for_export(hp)
   run = run_decoding.load_run(output_dir, checkpoint_path,
                               dtype=precision_lib.KERAS_POLICY[precision])
   info, vocab, checkpoint = run.info, run.vocab, run.checkpoint

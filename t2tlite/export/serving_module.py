@@ -379,8 +379,9 @@ class ServingModule(tf.Module):
     self.hp = settled.hp
     # Not held: the held int8 product is no core op, and TF Serving may
     # lack it (`exporter.check_serving_ops`).
-    fixed = search.fixed_search_weights(model, settled.int8,
-                                        settled.weights_first, held=False)
+    fixed = search.fixed_search_weights(
+        model, settled.int8, settled.weights_first, held=False,
+        laid_out_kernels=settled.laid_out_kernels)
     weights, self.search_weights = _saved_search_weights(fixed)
     # Traced once, here, into concrete functions: tf.saved_model.save
     # traces a tf.function attribute again in its own context (its cache

@@ -10,12 +10,14 @@ step's [rows, 1, d_in] inputs; BUILD_NOTES.md, Decoding layouts). Folding
 batch and length into one axis makes every position-wise map, forward and
 backward, training and decoding, a single 2-D GEMM, except one case below.
 
-A float32 search goes one step further (`decoding_kernels`): its
-decoder layers multiply by kernels stored [d_out, d_in] (`LaidOutKernel`) in a batch matmul of
-one [1, rows, d_in] batch with transpose_b. On AVX-512 oneDNN runs that as
-its brgemm matmul, as fast as the 2-D GEMM; on AVX2 it runs the jit GEMM
-with the transposed layout, 1.2-1.9x faster there than the 2-D GEMM with a
-[d_in, d_out] kernel for a step's shapes (bench/matmul_shapes.py at f5a3704;
+Where oneDNN is held to AVX2 (and in every export) a float32 search goes
+one step further (`decoding_kernels`, `SettledDecode.laid_out_kernels`):
+its decoder layers multiply by kernels stored [d_out, d_in]
+(`LaidOutKernel`) in a batch matmul of one [1, rows, d_in] batch with
+transpose_b, which oneDNN's AVX2 jit GEMM runs 1.2-1.9x faster than the
+2-D GEMM with a [d_in, d_out] kernel for a step's shapes
+(bench/matmul_shapes.py at f5a3704). Where it may use AVX-512 the 2-D GEMM
+of the kernel as stored is faster (decode_base float32 1.12x on a Zen 4;
 BUILD_NOTES.md, Decoding layouts).
 
 An int8 search (`int8_kernels`) multiplies the same maps in int8
@@ -51,9 +53,10 @@ def read_weight(variable, dtype, search_weights=None):
 
 def decoding_kernels(values, layers):
   """The decoding layout of each 2-D kernel of `layers`: [1, d_out, d_in],
-  for `linear`. float32 only: a bfloat16 search keeps the layout of
-  t2tlite's recorded bfloat16 results (see `position_wise`). Made once per
-  search, before its loop.
+  for `linear`, where the search lays them out
+  (`SettledDecode.laid_out_kernels`). float32 only: a bfloat16 search
+  keeps the layout of t2tlite's recorded bfloat16 results (see
+  `position_wise`). Made once per search, before its loop.
 
   Args:
     values: {variable.path: weight in the compute dtype}

@@ -278,11 +278,13 @@ class Transformer(keras.Model):
                              search_weights=search_weights), cache
 
   def search_weights(self, int8=False, keep_variables=False,
-                     int8_weights_first=False):
+                     int8_weights_first=False, laid_out_kernels=True):
     """The weights a search reads, a `SearchWeights`: every weight in the
     compute dtype, the output projection's kernel laid out for decoding
-    (`SharedEmbedding.output_kernels`) and, in float32, the decoder layers'
-    kernels laid out for decoding (`linear.decoding_kernels`): read (and
+    (`SharedEmbedding.output_kernels`) and, in float32 with
+    `laid_out_kernels` (as settled for the machine:
+    `SettledDecode.laid_out_kernels`), the decoder layers' kernels laid
+    out for decoding (`linear.decoding_kernels`): read (and
     under mixed precision cast) once per search, before its loop, rather
     than at every step. Only for code without gradients.
 
@@ -321,9 +323,10 @@ class Transformer(keras.Model):
           values, kernels=kernels,
           output_kernels=self.embedding.int8_output_kernels(
               int8_weights_first))
-    return SearchWeights(
-        values, kernels=decoding_kernels(values, self.decoder_layers),
-        output_kernels=self.embedding.output_kernels(values))
+    kernels = (decoding_kernels(values, self.decoder_layers)
+               if laid_out_kernels else {})
+    return SearchWeights(values, kernels=kernels,
+                         output_kernels=self.embedding.output_kernels(values))
 
   def decoding_memory(self, inputs, search_weights=None):
     """Encodes `inputs` once for a search.

@@ -327,6 +327,19 @@ def test_int8_variant_exports_and_runs(exported, fresh):
   assert_bad_text_answered(result)
 
 
+def test_an_export_lays_out_its_decoder_kernels_wherever_it_is_made(
+    monkeypatch):
+  """Served on other machines, an export keeps the float32 decoder kernels'
+  layout that oneDNN's AVX2 GEMM runs fast, also where a Decoder would
+  multiply by them as stored (oneDNN may use AVX-512)."""
+  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "")
+  hp = DecodeHParams.parse(DECODE)
+  assert exporter.settled_for_export(hp).laid_out_kernels
+  assert exporter.settled_for_export(hp).int8_per_call == hp.int8
+  assert settle(hp).laid_out_kernels == (
+      not hardware.onednn_may_use_avx512())
+
+
 def test_export_precision_is_checked_before_loading(tmp_path):
   with pytest.raises(ValueError, match="'float16'.*float32 or bfloat16"):
     exporter.export_saved_model(str(tmp_path / "nothing"), precision="float16")

@@ -1,5 +1,6 @@
 """Beam and greedy search: hand-set logits with hand-computed results, and the
 Transformer's cached decoding against an uncached recomputation."""
+import dataclasses
 import functools
 import math
 
@@ -11,12 +12,12 @@ from search_calls import beam_search, greedy_search
 from t2tlite.decode.step_rules import without_repeats as _without_repeats
 from t2tlite.decode import machine
 from t2tlite.decode import search as search_module
-from decode_helpers import decode_ids
+from decode_helpers import decode_ids, plan_of
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.decode.strategy import DecodePlan
 from t2tlite.hparams_lib import HParams
 from t2tlite.layers.search_weights import LaidOutKernel
 from t2tlite.models import build_model
-from t2tlite.models import transformer as transformer_module
 
 PAD, EOS, A, B = 0, 1, 2, 3
 VOCAB = 4
@@ -402,34 +403,53 @@ def test_float32_step_matmul_layouts(tiny_model):
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
-def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size,
-                                           monkeypatch):
-  """The per-search decoding layouts change how the products are computed,
-  not what the search finds: the same ids as a search that multiplies by the
-  weights as stored, and scores equal to rounding."""
-  def search():
-    result = decode_ids(tiny_model, INPUTS, beam_size=beam_size, alpha=0.6,
-                        extra_length=6)
+def test_decoding_layouts_keep_the_outputs(tiny_model, beam_size):
+  """The float32 decoder kernels laid out for the one-batch matmul (as
+  settled where oneDNN is held to AVX2) change how the products are
+  computed, not what the search finds: the same ids as a search that
+  multiplies by the kernels as stored (as settled where it may use
+  AVX-512), and scores equal to rounding."""
+  def search(laid_out_kernels):
+    plan = dataclasses.replace(
+        plan_of(beam_size=beam_size, alpha=0.6, extra_length=6),
+        laid_out_kernels=laid_out_kernels)
+    result = search_module.decode(tiny_model, INPUTS, plan)
     return result["outputs"].numpy(), result["scores"].numpy()
 
-  weights = tiny_model.search_weights()
   layer = tiny_model.decoder_layers[0]
-  laid_out = weights.kernel(layer.feed_forward.w1)
+  laid_out = tiny_model.search_weights(laid_out_kernels=True).kernel(
+      layer.feed_forward.w1)
   assert isinstance(laid_out, LaidOutKernel)
   assert laid_out.kernel.shape == (
       1, layer.feed_forward.d_ff, tiny_model.config.d_model)
-  ids, scores = search()
+  assert not tiny_model.search_weights(laid_out_kernels=False).kernels
+  ids, scores = search(laid_out_kernels=True)
   # beam_size=1 is routed to greedy search (as tensor2tensor): one output
   # of 6 + 6 ids per input. (A beam search of one beam finds what greedy
   # search finds: test_cached_and_uncached_decoding_agree.)
   assert ids.shape == (3, 12) and scores.shape == (3,)
-  monkeypatch.setattr(transformer_module, "decoding_kernels",
-                      lambda values, layers: {})
-  assert not tiny_model.search_weights().kernels
-  plain_ids, plain_scores = search()
+  plain_ids, plain_scores = search(laid_out_kernels=False)
   np.testing.assert_array_equal(ids, plain_ids)
   np.testing.assert_allclose(scores, plain_scores, atol=1e-5)
   assert np.count_nonzero(ids) > INPUTS.shape[0]  # not all empty outputs
+
+
+def test_the_decoder_kernels_layout_follows_the_machine(monkeypatch):
+  """Laid out where oneDNN may not use AVX-512 (the CPU lacks it, or
+  ONEDNN_MAX_CPU_ISA holds oneDNN below it), as stored where it may; an
+  export lays them out wherever it is made (test_export)."""
+  from t2tlite import hardware
+  assert hardware.onednn_may_use_avx512(["avx2", "avx512f"], "")
+  assert not hardware.onednn_may_use_avx512(["avx2", "avx512f"], "avx2")
+  assert hardware.onednn_may_use_avx512(["avx512f"], "AVX512_CORE")
+  assert not hardware.onednn_may_use_avx512(["avx2", "fma"], "")
+  hp = DecodeHParams.parse("beam_size=2")
+  for cap, laid_out in (("AVX2", True),
+                        ("", not hardware.onednn_may_use_avx512(None, ""))):
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    settled = machine.settle(hp)
+    assert settled.laid_out_kernels == laid_out
+    assert DecodePlan.from_settled(settled).laid_out_kernels == laid_out
 
 
 @pytest.fixture(scope="module")
