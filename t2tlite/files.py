@@ -1,4 +1,5 @@
 """Small file helpers shared by the library and the commands."""
+import contextlib
 import os
 import shutil
 
@@ -26,13 +27,14 @@ def atomic_write_text(path, text):
   tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
-def atomic_write_bytes(path, data):
-  """Writes `data` to a local `path` under a temporary name, then renames
-  it (a temporary left by a failed write is removed)."""
+@contextlib.contextmanager
+def _replaced_whole(path):
+  """Yields a temporary name beside the local `path` for the block to
+  write; renames it to `path` after the block, or removes it if the block
+  or the rename fails."""
   tmp = f"{path}.tmp-{os.getpid()}"
   try:
-    with open(tmp, "wb") as f:
-      f.write(data)
+    yield tmp
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
@@ -40,11 +42,18 @@ def atomic_write_bytes(path, data):
     raise
 
 
+def atomic_write_bytes(path, data):
+  """Writes `data` to a local `path` under a temporary name, then renames
+  it (a temporary left by a failed write is removed)."""
+  with _replaced_whole(path) as tmp, open(tmp, "wb") as f:
+    f.write(data)
+
+
 def atomic_copy(source, destination):
-  """Copies a local file under a temporary name, then renames it."""
-  tmp = f"{destination}.tmp-{os.getpid()}"
-  shutil.copyfile(source, tmp)
-  os.replace(tmp, destination)
+  """Copies a local file under a temporary name, then renames it (a
+  temporary left by a failed copy is removed)."""
+  with _replaced_whole(destination) as tmp:
+    shutil.copyfile(source, tmp)
 
 
 def read_lines(path):
