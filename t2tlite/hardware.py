@@ -163,15 +163,22 @@ def onednn_may_use_avx512(flags=None, isa_cap=None):
   ONEDNN_MAX_CPU_ISA does not hold oneDNN below it.
 
   Args:
-    flags: /proc/cpuinfo flag names; default this machine's.
+    flags: /proc/cpuinfo flag names; default this machine's (read once a
+      process: `machine.settle` asks at every request of a server).
     isa_cap: ONEDNN_MAX_CPU_ISA's value; default this process's.
   """
   if flags is None:
-    flags = cpuinfo().get("flags", "").split()
+    flags = _this_cpus_flags()
   if isa_cap is None:
     isa_cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "")
   return ("avx512f" in flags and
           isa_cap.upper() not in ISA_CAPS_WITHOUT_AVX512)
+
+
+@functools.cache
+def _this_cpus_flags():
+  """/proc/cpuinfo's flags of this machine's first processor."""
+  return frozenset(cpuinfo().get("flags", "").split())
 
 
 def _gpus():
