@@ -52,6 +52,7 @@ The first line printed is the machine's fingerprint
 JSON line repeats it under "machine".
 """
 import argparse
+import dataclasses
 import json
 import platform
 import resource
@@ -285,7 +286,12 @@ def decode_settled(args):
   hp = DecodeHParams(beam_size=args.beam_size, alpha=args.alpha,
                      extra_length=0, min_length=length, int8=args.int8,
                      concurrent_searches=searches)
-  return settle(hp, args.mixed_precision or "float32", set_threads=True)
+  settled = settle(hp, args.mixed_precision or "float32", set_threads=True)
+  kernels = getattr(args, "decoder_kernels", "settled")
+  if kernels == "settled":
+    return settled
+  return dataclasses.replace(settled,
+                             laid_out_kernels=kernels == "laid_out")
 
 
 class Searching:
@@ -308,7 +314,8 @@ def decode_search_fn(model, settled, xla):
   """The timed function: `search.decode` of the plan `settled` makes, with
   the search's weights made once and its graph options, as t2t-decoder's
   Decoder makes them."""
-  weights = fixed_search_weights(model, settled.int8, settled.weights_first)
+  weights = fixed_search_weights(model, settled.int8, settled.weights_first,
+                                 laid_out_kernels=settled.laid_out_kernels)
   plan = DecodePlan.from_settled(settled)
   return Searching(tf.function(
       lambda inputs: decode(model, inputs, plan, search_weights=weights,
@@ -397,6 +404,11 @@ def main(argv=None):
   parser.add_argument("--no_peak_now", dest="peak_now",
                       action="store_false",
                       help="skip the 2048^3 matmul measured after the run")
+  parser.add_argument("--decoder_kernels", default="settled",
+                      choices=["settled", "laid_out", "stored"],
+                      help="decode: a float32 search's decoder kernels as "
+                      "settled for this machine (stored where oneDNN may "
+                      "use AVX-512, else laid out), or either form")
   parser.add_argument("--int8", action="store_true",
                       help="decode: int8 matmuls in the decoder "
                       "(decode hparam int8)")
