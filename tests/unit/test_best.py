@@ -41,6 +41,20 @@ def test_ranked_orders_by_value_then_earlier_step():
   # The same step scored again replaces its entry.
   again = {"step": 10, "value": 8.0, "checkpoint": "ckpt-10"}
   assert best_lib.ranked(kept, again, 2) == [again, kept[0]]
+  assert best_lib.ranked(kept, again, 3) == [again, kept[0]]
+  worse = {"step": 20, "value": 1.0, "checkpoint": "ckpt-20"}
+  assert best_lib.ranked(kept, worse, 2) == [kept[1], worse]
+
+
+def test_patience_counts_the_evaluations_after_the_best():
+  records = [{"step": 10, "bleu": 5.0}, {"step": 20, "bleu": 7.0},
+             {"step": 30, "loss": 2.0}, {"step": 30, "bleu": 6.0},
+             {"step": 40, "bleu": 6.5}]
+  # After the best (step 20): steps 30 and 40 scored by the metric; the
+  # best's own evaluation and records of other measures do not count.
+  assert best_lib.evaluations_since_best(records, "bleu", 20) == 2
+  assert best_lib.evaluations_since_best(records, "bleu", 40) == 0
+  assert best_lib.evaluations_since_best(records, "bleu", None) == 0
 
 
 def test_keeps_the_n_best_and_names_the_best_for_tensorflow(tmp_path):

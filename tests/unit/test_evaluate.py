@@ -212,6 +212,15 @@ def test_duplicate_brackets_match_as_multisets():
   assert scores.precision == 1.0 and scores.recall == 0.5
 
 
+def test_a_constituent_of_deleted_words_only_is_no_bracket():
+  # PRN holds only the comma, which is punctuation and deleted (as is the
+  # final "."): it spans no kept word, so it is not counted.
+  tree = next(trees.parse_trees(
+      "(S (NP (NNP John)) (VP (VBZ runs)) (PRN (, ,)) (. .))"))
+  assert parsing_f1.brackets(tree, deleted={2, 3}) == {
+      ("S", 0, 2): 1, ("NP", 0, 1): 1, ("VP", 1, 2): 1}
+
+
 def test_bracketed_predictions_and_word_mismatch():
   gold = next(trees.parse_trees("(S (NP (NNP John)) (VP (VBZ runs)))"))
   same = parsing_f1.evaluate(["(S (NP (XX John)) (VP (XX runs)))"], [gold])

@@ -2,6 +2,7 @@
 tags, one vocabulary with the tags as reserved pieces, records written the
 same under a seed, and the mixing rates and draws."""
 import collections
+import json
 import os
 import re
 import shutil
@@ -217,6 +218,33 @@ def test_rates_by_size_temperature_or_given(mixture, data_dirs):
   assert mixture.rates(data_dirs[0], hp) == [0.25, 0.75]
   with pytest.raises(ValueError, match="3 rates for the 2 members"):
     mixture.rates(data_dirs[0], hp.replace(mixing_rates="1,1,1"))
+
+
+def test_rates_by_size_count_the_kept_examples_tempered(mixture, data_dirs,
+                                                       tmp_path):
+  """Members of different kept sizes: the datagen statistics of a copy of
+  the data say that half of each length of the second member's train
+  examples is longer than max_length (which training drops)."""
+  data_dir = str(tmp_path / "data")
+  shutil.copytree(data_dirs[0], data_dir)
+  for path in mixture.views[1].shard_files(data_dir, "train"):
+    with open(path + ".json", encoding="utf-8") as f:
+      stats = json.load(f)
+    lengths = stats["lengths"]
+    stats["lengths"] = {**{k: n - n // 2 for k, n in lengths.items()},
+                        "99": sum(n // 2 for n in lengths.values())}
+    with open(path + ".json", "w", encoding="utf-8") as f:
+      json.dump(stats, f)
+  hp = create_hparams("transformer_tiny", "max_length=16")
+  kept = [total - longer for longer, total in (
+      view.count_longer(data_dir, "train", 16) for view in mixture.views)]
+  assert kept[0] == 3000 and 1400 < kept[1] < 1600
+  assert mixture.rates(data_dir, hp) == pytest.approx(
+      [kept[0] / sum(kept), kept[1] / sum(kept)])
+  # Temperature 2: by the square roots of the sizes, nearer to even.
+  roots = [n ** 0.5 for n in kept]
+  assert mixture.rates(data_dir, hp.replace(mixing_temperature=2.0)) == (
+      pytest.approx([roots[0] / sum(roots), roots[1] / sum(roots)]))
 
 
 def test_draws_follow_the_rates_and_the_seed():
