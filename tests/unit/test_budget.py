@@ -145,6 +145,9 @@ def test_a_ceiling_caps_the_plan_of_a_fast_machine():
       600, 100, 500, 0.05, 2500, 100, 1000, max_steps=3000) == 3000
   assert budget.replanned_train_steps(
       600, 100, 500, 0.05, 3000, 100, 1000, max_steps=3000) is None
+  # Also where a whole cool-down after the step taken would pass it.
+  assert budget.replanned_train_steps(
+      600, 100, 2500, 0.05, 2600, 100, 1000, max_steps=3000) == 3000
 
 
 def test_a_ceiling_below_the_schedule_is_the_whole_run():

@@ -219,6 +219,10 @@ def test_row_map_marks_pieces_the_old_vocabulary_lacks():
   new = ["<pad>", "</s>", "<unk>", "c", "x", "a"]
   np.testing.assert_array_equal(vocab_source.row_map(old, new),
                                 [0, 1, 2, 5, -1, 3])
+  # PAD, EOS and UNK map to themselves whatever their pieces are called.
+  np.testing.assert_array_equal(
+      vocab_source.row_map(old, ["[PAD]", "[EOS]", "[UNK]", "b"]),
+      [0, 1, 2, 4])
 
 
 def test_new_pieces_keep_their_fresh_rows(vocab_runs, tmp_path):
