@@ -11,8 +11,8 @@ its logits divided by the temperature, without the tokens whose
 probability there is under `epsilon` (epsilon sampling, Hewitt et al.,
 2022; the most probable token always stays; 0: none dropped), restricted
 to the `top_k` most probable tokens (0: all) and then to the smallest set
-of most probable tokens whose probability reaches `top_p` (1: all). Tokens a decoding
-constraint forbids have probability 0, so a sampled output obeys the
+of most probable tokens whose probability reaches `top_p` (1: all). Tokens
+a decoding constraint forbids have probability 0, so a sampled output obeys the
 constraint as a searched one does (a sampled parse is still a tree).
 
 Reproducibility: each draw reads one uniform number made by an integer
@@ -156,12 +156,11 @@ def draw(logits, u, top_k=0, top_p=1.0):
     probs = tf.where(before < top_p, probs, tf.zeros_like(probs))
   cdf = tf.math.cumsum(probs, axis=-1)
   total = cdf[:, -1:]
+  # cdf never decreases and reaches `total` at the last token of nonzero
+  # probability; with u in (0, 1), 0 < u * total <= total: the choice is a
+  # token of nonzero probability, never past that one.
   choice = tf.reduce_sum(tf.cast(cdf < u[:, tf.newaxis] * total, tf.int32),
                          axis=-1)
-  # Rounding may step past the last token of nonzero probability.
-  last = tf.shape(probs)[-1] - 1 - tf.argmax(
-      tf.reverse(probs > 0, axis=[-1]), axis=-1, output_type=tf.int32)
-  choice = tf.minimum(choice, last)
   if order is None:
     return choice
   return tf.gather(order, choice, batch_dims=1)

@@ -146,6 +146,14 @@ def test_check_serving_ops_rejects_py_function(tmp_path):
   tf.saved_model.save(module, str(tmp_path))
   with pytest.raises(ValueError, match="EagerPyFunc"):
     exporter.check_serving_ops(str(tmp_path))
+  # An XLA-only op, though tf.raw_ops has it.
+  xla = tf.Module()
+  xla.f = tf.function(
+      lambda x: tf.raw_ops.XlaConcatND(inputs=[x], num_concats=[1]),
+      input_signature=[tf.TensorSpec([2], tf.float32)])
+  tf.saved_model.save(xla, str(tmp_path / "xla"))
+  with pytest.raises(ValueError, match="XlaConcatND"):
+    exporter.check_serving_ops(str(tmp_path / "xla"))
 
 
 PREFIXES = ["Ein Hund", "", "Zwei", "", "", "Ein Mann mit"]

@@ -84,6 +84,10 @@ def test_sample_tokens_follows_the_filtered_distribution():
   counts = np.bincount(sample_tokens(logits, u, 1.0, top_p=0.65).numpy(),
                        minlength=4)
   np.testing.assert_allclose(counts / 4000, [0, 0, 3 / 7, 4 / 7], atol=0.03)
+  # Two tokens of exactly 0.5: the first alone reaches top_p=0.5.
+  even = tf.constant([[0.0, 0.0, -1e9, -1e9]] * 200)
+  assert not sample_tokens(even, u[:200], 1.0, top_p=0.5).numpy().any()
+  assert sample_tokens(even, u[:200], 1.0, top_p=0.51).numpy().any()
 
 
 @pytest.mark.parametrize("text, message", [

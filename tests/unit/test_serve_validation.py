@@ -29,6 +29,9 @@ def test_translate_request_reads_the_fields():
       ["A dog.", ""], "beam_size=2", True, ["Ein", ""])
   assert validation.translate_request({"lines": ["x"]}, LIMITS) == (
       ["x"], "", False, None)
+  # A line of exactly the limit's characters is accepted.
+  assert validation.translate_request({"lines": ["a" * 10]}, LIMITS)[0] == [
+      "a" * 10]
   assert validation.attention_request(
       {"line": "x", "target_prefix": "Ein"}, LIMITS) == ("x", "", "Ein")
 

@@ -1,0 +1,46 @@
+"""bench/mutants.py: a mutant is applied to a copy of the repository, never
+to the checkout; killed where its tests fail, a survivor without a reason
+fails the run, and a mutant whose text is not found once is an error."""
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench"
+MUTANTS = [
+    {"what": "subtracts", "file": "calc.py", "old": "a + b", "new": "a - b",
+     "tests": ["test_calc.py"]},
+    {"what": "adds the other way", "file": "calc.py", "old": "a + b",
+     "new": "b + a", "tests": ["test_calc.py"]},
+    {"what": "not there", "file": "calc.py", "old": "a * b", "new": "a",
+     "tests": ["test_calc.py"]},
+]
+
+
+@pytest.mark.timeout(120)
+def test_mutants_run_on_a_copy(tmp_path):
+  repo = tmp_path / "repo"
+  repo.mkdir()
+  (repo / "calc.py").write_text("def add(a, b):\n  return a + b\n")
+  (repo / "test_calc.py").write_text(
+      "from calc import add\n\ndef test_add():\n  assert add(2, 3) == 5\n")
+  subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+  subprocess.run(["git", "add", "."], cwd=repo, check=True)
+  mutants = tmp_path / "mutants.json"
+  mutants.write_text(json.dumps(MUTANTS))
+  run = subprocess.run(
+      [sys.executable, str(BENCH / "mutants.py"), "--root", str(repo),
+       "--mutants", str(mutants)], capture_output=True, text=True,
+      timeout=100)
+  records = [json.loads(line) for line in run.stdout.splitlines()]
+  assert run.returncode == 1, run.stderr[-2000:]
+  assert records[0]["killed"] and records[0]["by"] == (
+      "test_calc.py::test_add")
+  assert not records[1]["killed"] and "why" not in records[1]
+  assert "found 0 times" in records[2]["error"]
+  assert records[3] == {"mutants": 3, "killed": 1, "survived": 1,
+                        "errors": 1}
+  assert (repo / "calc.py").read_text() == (
+      "def add(a, b):\n  return a + b\n")
