@@ -12,8 +12,8 @@ probability there is under `epsilon` (epsilon sampling, Hewitt et al.,
 2022; the most probable token always stays; 0: none dropped), restricted
 to the `top_k` most probable tokens (0: all) and then to the smallest set
 of most probable tokens whose probability reaches `top_p` (1: all). Tokens
-a decoding constraint forbids have probability 0, so a sampled output obeys the
-constraint as a searched one does (a sampled parse is still a tree).
+a decoding constraint forbids have probability 0, so a sampled output obeys
+the constraint as a searched one does (a sampled parse is still a tree).
 
 Reproducibility: each draw reads one uniform number made by an integer
 hash of (seed, the row's input ids, the sample's index, the step), in
