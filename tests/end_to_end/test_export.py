@@ -89,9 +89,10 @@ def test_truncate_and_end_keeps_room_for_eos():
 
 
 def test_clean_ids_stops_at_eos_and_maps_unknown_ids_to_unk():
-  ids = tf.constant([[5, 99, -1, 1, 7], [0, 0, 0, 0, 0], [4, 1, 0, 0, 0]])
+  # 50 is the first id past a vocabulary of 50, 49 its last.
+  ids = tf.constant([[5, 99, -1, 1, 7], [0, 0, 0, 0, 0], [4, 50, 49, 1, 0]])
   tokens = serving_module.clean_ids(ids, vocab_size=50).to_list()
-  assert tokens == [[5, 2, 2], [], [4]]
+  assert tokens == [[5, 2, 2], [], [4, 2, 49]]
 
 
 def test_layout_metadata_and_ops(exported):
