@@ -16,7 +16,22 @@ MUTANTS = [
      "new": "b + a", "tests": ["test_calc.py"]},
     {"what": "not there", "file": "calc.py", "old": "a * b", "new": "a",
      "tests": ["test_calc.py"]},
+    {"what": "adds the other way, explained", "file": "calc.py",
+     "old": "a + b", "new": "b + a", "tests": ["test_calc.py"],
+     "why": "addition commutes"},
 ]
+# The fake repository's tests: the function, and (while a mutant is
+# applied) the checkout's file as it was.
+TESTS = """import os
+from calc import add
+
+def test_add():
+  assert add(2, 3) == 5
+
+def test_the_checkout_is_untouched():
+  with open(os.path.join({repo!r}, "calc.py")) as f:
+    assert "a + b" in f.read()
+"""
 
 
 @pytest.mark.timeout(120)
@@ -24,8 +39,7 @@ def test_mutants_run_on_a_copy(tmp_path):
   repo = tmp_path / "repo"
   repo.mkdir()
   (repo / "calc.py").write_text("def add(a, b):\n  return a + b\n")
-  (repo / "test_calc.py").write_text(
-      "from calc import add\n\ndef test_add():\n  assert add(2, 3) == 5\n")
+  (repo / "test_calc.py").write_text(TESTS.format(repo=str(repo)))
   subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
   subprocess.run(["git", "add", "."], cwd=repo, check=True)
   mutants = tmp_path / "mutants.json"
@@ -40,7 +54,8 @@ def test_mutants_run_on_a_copy(tmp_path):
       "test_calc.py::test_add")
   assert not records[1]["killed"] and "why" not in records[1]
   assert "found 0 times" in records[2]["error"]
-  assert records[3] == {"mutants": 3, "killed": 1, "survived": 1,
+  assert not records[3]["killed"] and records[3]["why"] == "addition commutes"
+  assert records[4] == {"mutants": 4, "killed": 1, "survived": 2,
                         "errors": 1}
   assert (repo / "calc.py").read_text() == (
       "def add(a, b):\n  return a + b\n")
