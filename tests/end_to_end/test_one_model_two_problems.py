@@ -153,29 +153,34 @@ def app(run):
   return app_lib.make_app(ModelSource.open(run), validation.Limits())
 
 
+def translate(app, request):
+  """(status, JSON answer) of the app's /api/translate for `request`."""
+  answer = app.test_client().post("/api/translate", data=json.dumps(request),
+                                  content_type="application/json")
+  return answer.status_code, answer.get_json()
+
+
+def alone(app, line, language):
+  """The app's translation of `line` alone into `language`."""
+  return translate(app, {"lines": [line], "target_language": language})[1][
+      "translations"][0]
+
+
 def test_one_batch_of_two_languages_gives_each_what_it_gives_alone(app):
-  client = app.test_client()
-
-  def translate(request):
-    answer = client.post("/api/translate", data=json.dumps(request),
-                         content_type="application/json")
-    return answer.status_code, answer.get_json()
-
   line = LINES[0]
-  status, both = translate({"lines": [line, line],
-                            "target_language": [COPY, REVERSE]})
+  status, both = translate(app, {"lines": [line, line],
+                                 "target_language": [COPY, REVERSE]})
   assert status == 200, both
-  alone = [translate({"lines": [line], "target_language": language})[1]
-           ["translations"][0] for language in (COPY, REVERSE)]
+  each = [alone(app, line, language) for language in (COPY, REVERSE)]
   # Each line as alone, in its own language (the run, 350 steps, has
   # learned at least half of each dev: test_learns_both_members_...).
-  assert both["translations"] == alone and alone[0] != alone[1]
-  status, error = translate({"lines": [line], "target_language": "de"})
+  assert both["translations"] == each and each[0] != each[1]
+  status, error = translate(app, {"lines": [line], "target_language": "de"})
   assert status == 400
   assert "this model knows cp, plugin_reverse_digits" in error["error"]
-  status, error = translate({"lines": [line]})
+  status, error = translate(app, {"lines": [line]})
   assert status == 400 and "is needed" in error["error"]
-  info = client.get("/api/info").get_json()["model"]
+  info = app.test_client().get("/api/info").get_json()["model"]
   assert info["target_languages"] == [COPY, REVERSE]
 
 
@@ -197,10 +202,7 @@ def test_the_page_translates_into_the_language_chosen(app):
               COPY, REVERSE]
       page.fill("#source", LINES[0])
       # What the API answers for the line alone in each language.
-      client = app.test_client()
-      answers = [client.post("/api/translate", data=json.dumps(
-          {"lines": [LINES[0]], "target_language": language}),
-          content_type="application/json").get_json()["translations"][0]
+      answers = [alone(app, LINES[0], language)
                  for language in (REVERSE, COPY)]
       assert answers[0] != answers[1]
       for language, expected in zip((REVERSE, COPY), answers):
