@@ -196,7 +196,7 @@ def test_after_a_batch_it_waits_for_its_clients_until_all_may_be_back(
   assert batcher.drain(10)
 
 
-def test_a_burst_shares_a_batch_and_a_stream_waits_no_longer_than_patience(
+def test_a_burst_shares_a_batch_and_a_stream_is_decoded_before_its_end(
     monkeypatch):
   # Patience (and linger) 1.5 s after a 0.2 s decode; a window of 0.4 s.
   batcher, decode = _timed_batcher(monkeypatch, 1.5, window_secs=0.4)
@@ -219,12 +219,36 @@ def test_a_burst_shares_a_batch_and_a_stream_waits_no_longer_than_patience(
   send(["b", "c", "d", "e"], 0.25)
   assert decode.batches[1] == ["b", "c", "d", "e"]
   # A request every 0.1 s for 2.5 s never leaves a quiet window: batches
-  # form at the patience (about 15 requests), not at the stream's end.
+  # form before the stream's end (here by the linger after that batch,
+  # whose four lines back end it; the patience alone: the test below).
   stream = [f"s{i}" for i in range(25)]
   send(stream, 0.1)
   formed = decode.batches[2:]
   assert [line for batch in formed for line in batch] == stream
   assert len(formed) >= 2 and 2 <= len(formed[0]) <= 20, formed
+  assert batcher.drain(10)
+
+
+def test_a_stream_from_the_start_is_decoded_at_the_patience_not_its_end():
+  """Before any batch the patience is the window: a request every 0.1 s
+  never leaves a quiet window of 0.25 s, so the first batch forms 0.25 s
+  after its oldest request (patience), not once the stream stops (1.4 s
+  in). A stalled machine can only end the window sooner."""
+  started = []
+
+  def decode(key, lines):
+    started.append((time.monotonic(), len(lines)))
+    return list(lines)
+  batcher, results, threads = _batcher(decode, window_secs=0.25), [], []
+  first = time.monotonic()
+  for i in range(15):
+    time.sleep(max(0.0, first + i * 0.1 - time.monotonic()))
+    threads.append(_submit_later(batcher, results, "k", [f"s{i}"]))
+  for thread in threads:
+    thread.join(30)
+  assert len(results) == 15 and sum(n for _, n in started) == 15
+  formed, lines = started[0]
+  assert formed - first < 0.9 and lines < 10, started
   assert batcher.drain(10)
 
 
