@@ -209,6 +209,13 @@ def test_one_vocabulary_with_the_tags_and_the_same_records(mixture,
       vocab.model_proto)
   stats = mixture.split_stats(first, "train")
   assert stats["examples"] == 6000
+  # Each length's count is the members' counts added up.
+  members = [view.split_stats(first, "train")["lengths"]
+             for view in mixture.views]
+  assert set(members[0]) & set(members[1])
+  assert stats["lengths"] == {
+      k: sum(m.get(k, 0) for m in members) for k in {*members[0],
+                                                     *members[1]}}
 
 
 def test_rates_by_size_temperature_or_given(mixture, data_dirs):

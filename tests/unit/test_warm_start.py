@@ -93,6 +93,10 @@ def test_a_regex_reads_only_the_variables_it_matches(parent, tmp_path):
      r"checkpoint"),
     ("", "nothing_matches", r"warm_start_variables=nothing_matches: matches "
      "none of the model's variables"),
+    # Matched from the start of a name (re.match): a part of names such as
+    # encoder_0/self_attention/w_q selects nothing.
+    ("", "self_attention", r"warm_start_variables=self_attention: matches "
+     "none of the model's variables"),
     ("", "enc(", r"warm_start_variables=enc\(: not a regular expression"),
 ])
 def test_what_does_not_fit_is_one_line_naming_both_sides(parent, hparams,
