@@ -32,6 +32,9 @@ print("chief" if chief else "worker",
       strategy_lib.is_multi_worker(strategy), strategy.num_replicas_in_sync,
       trainer.step,
       metrics["step"], "SIGTERM caught:", sigterm, flush=True)
+# Each worker's own numbers in, the chief's out everywhere.
+print("chief values", strategy_lib.chief_values(
+    strategy, [1.5 if chief else 4.0, 7]), flush=True)
 # leave_together, twice more after the trainer's: the chief slow, then the
 # other worker, each arriving LEAVE_DELAY s after the last collective.
 strategy_lib.any_workers(strategy, True)
@@ -70,6 +73,8 @@ def test_two_workers_end_with_identical_variables_and_leave_together(
       outputs[0][-3000:])
   assert "worker True 2 6 6 SIGTERM caught: [False, False]" in outputs[1], (
       outputs[1][-3000:])
+  for output in outputs:
+    assert "chief values (1.5, 7.0)" in output, output[-3000:]
   weights = [np.load(tmp_path / f"weights{i}.npz") for i in range(2)]
   assert len(weights[0].files) == len(weights[1].files) > 10
   for name in weights[0].files:

@@ -67,6 +67,68 @@ def test_a_silent_peer_is_lost_once_after_the_timeout():
   assert TIMEOUT <= elapsed < 2.5, elapsed
 
 
+class Clock:
+  """The watch's time.monotonic and its pause between rounds (an Event's
+  wait), advancing only when the watch pauses or a probe waits."""
+
+  def __init__(self):
+    self.now = 0.0
+
+  def monotonic(self):
+    return self.now
+
+  def Event(self):  # noqa: N802  (stands in for threading.Event)
+    clock = self
+
+    class Pause:
+      stopped = False
+
+      def wait(self, secs):
+        clock.now += secs
+        return self.stopped
+
+      def set(self):
+        self.stopped = True
+
+      def is_set(self):
+        return self.stopped
+    return Pause()
+
+
+def test_a_silent_peer_is_lost_within_bound_secs_in_every_phase(monkeypatch):
+  """With the real probe and pause times on a clock of its own: a peer
+  silent from 3.3 s (each probe then waits its whole PROBE_SECS) is lost
+  at least the timeout and at most bound_secs after its last answer,
+  whatever the timeout's phase in the rounds (up to a round past it)."""
+  clock = Clock()
+  monkeypatch.setattr(peer_watch, "time", clock)
+  monkeypatch.setattr(peer_watch, "threading", type(
+      "Threading", (), {"Event": clock.Event, "Thread": threading.Thread}))
+  answers = []
+
+  def probe(peers, timeout_secs):
+    if clock.now < 3.3:
+      answers.append(clock.now)
+      return [peer_watch.ANSWERED]
+    clock.now += timeout_secs
+    return [peer_watch.SILENT]
+
+  longest = 0.0
+  for tenths in range(100, 170, 3):
+    timeout_secs, found, lost = tenths / 10, [], threading.Event()
+    clock.now, answers[:] = 0.0, []
+
+    def on_lost(peers):
+      found.append(clock.now)
+      lost.set()
+    with peer_watch.PeerWatch([PEERS[0]], timeout_secs, on_lost, probe):
+      assert lost.wait(10)  # no real pause: at once
+    elapsed = found[0] - answers[-1]
+    assert timeout_secs <= elapsed <= peer_watch.bound_secs(timeout_secs)
+    longest = max(longest, elapsed - timeout_secs)
+  assert longest > peer_watch.PROBE_SECS  # the bound is met, not loose
+
+
 def test_a_peer_that_answered_then_refuses_is_lost_after_the_grace():
   probes, found = Probes(), []
   with watch(probes, found, timeout_secs=30):
