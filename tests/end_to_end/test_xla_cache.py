@@ -36,6 +36,19 @@ def test_install_names_a_folder_by_version_and_cpu(monkeypatch, tmp_path):
   assert xla_cache.in_use() == folder
 
 
+def test_the_cpu_kind_follows_the_model_name_and_flags(monkeypatch):
+  """Another CPU model or instruction set: another folder (XLA's compiled
+  code and the kept searches hold the machine's kernels)."""
+  def kind(model, flags):
+    monkeypatch.setattr(xla_cache.hardware, "cpuinfo",
+                        lambda: {"model name": model, "flags": flags})
+    return xla_cache.cpu_kind()
+
+  kinds = {kind("AMD EPYC", "avx2 avx512f"), kind("AMD EPYC", "avx2"),
+           kind("Intel Xeon", "avx2 avx512f")}
+  assert len(kinds) == 3 and kind("AMD EPYC", "avx2") in kinds
+
+
 @pytest.mark.parametrize("flags, named", [
     ("--tf_xla_persistent_cache_directory=", ""),  # the user's "off"
     ("--tf_xla_auto_jit=0 --tf_xla_persistent_cache_directory=/a", "/a")])

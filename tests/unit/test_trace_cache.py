@@ -10,11 +10,15 @@ import os
 
 import pytest
 
+from t2tlite import run_dir
+from t2tlite.data.vocab import Vocabulary
 from t2tlite.decode import machine, trace_cache
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.models import build_model
 
-from run_folder import multi30k_lines, needs_multi30k
+import permuted_vocab
+from run_folder import TINY, multi30k_lines, needs_multi30k
 from shared_run import shared_trained_run
 
 pytestmark = needs_multi30k
@@ -73,8 +77,8 @@ def test_a_damaged_entry_is_traced_again_with_a_warning(
                     trace_cache.KeptSearch)
 
 
-def test_the_key_follows_what_the_trace_reads(tmp_path_factory):
-  _, model, vocab = shared_trained_run(tmp_path_factory)
+def test_the_key_follows_what_the_trace_reads(tmp_path_factory, tmp_path):
+  folder, model, vocab = shared_trained_run(tmp_path_factory)
 
   def key(settings=SETTINGS, **changes):
     settled = machine.settle(DecodeHParams.parse(settings))
@@ -88,11 +92,43 @@ def test_the_key_follows_what_the_trace_reads(tmp_path_factory):
   settled = machine.settle(DecodeHParams.parse(SETTINGS))
   assert key(settled=dataclasses.replace(
       settled, weights_first=not settled.weights_first)) != key()
+  # The same pieces under other ids; a model of another shape.
+  permuted_vocab.permuted_copy(run_dir.read_run_info(folder).vocab_file,
+                               tmp_path / "permuted.model")
+  permuted = Vocabulary.from_file(str(tmp_path / "permuted.model"))
+  assert key(vocab=permuted) != key() != key(target_vocab=permuted)
+  assert key(model=build_model(TINY.replace(d_ff=32), vocab.size)) != key()
   # A constraint's code is not in the key: its search is not kept; nor an
   # ensemble's.
   assert key(constraint=object()) is None
   from t2tlite.decode.ensemble import Ensemble
   assert key(model=Ensemble([model, model])) is None
+
+
+def test_the_code_digest_follows_the_python_files(tmp_path, monkeypatch):
+  """Over a stand-in package: any .py file's path or contents change the
+  digest (so the key), other files do not."""
+  package = tmp_path / "t2tlite"
+  (package / "decode").mkdir(parents=True)
+  (package / "decode" / "trace_cache.py").write_text("a = 1\n")
+  (package / "notes.txt").write_text("x")
+  monkeypatch.setattr(trace_cache, "__file__",
+                      str(package / "decode" / "trace_cache.py"))
+
+  def digest():
+    trace_cache.code_digest.cache_clear()
+    return trace_cache.code_digest()
+
+  try:
+    first = digest()
+    (package / "notes.txt").write_text("y")
+    assert digest() == first
+    (package / "decode" / "trace_cache.py").write_text("a = 2\n")
+    second = digest()
+    (package / "decode" / "trace_cache.py").rename(package / "other.py")
+    assert len({first, second, digest()}) == 3
+  finally:
+    trace_cache.code_digest.cache_clear()
 
 
 def test_an_argument_of_another_shape_or_dtype_is_refused():
