@@ -1,4 +1,5 @@
-"""t2tlite: the Transformer of "Attention Is All You Need" as a TF2/Keras 3 toolkit.
+"""t2tlite: the Transformer of "Attention Is All You Need" as a TF2/Keras 3
+toolkit.
 
 The built-in problems, hparams sets and models register themselves the first
 time their registry is used (see t2tlite.registry). `Transformer` and
@@ -20,7 +21,8 @@ if _os.environ["KERAS_BACKEND"] != "tensorflow":
                     f"{_os.environ['KERAS_BACKEND']!r}")
 
 from t2tlite import registry  # noqa: E402,F401
-from t2tlite.hparams_lib import HParams, create_hparams, register_hparams  # noqa: E402,F401
+from t2tlite.hparams_lib import (  # noqa: E402,F401
+    HParams, create_hparams, register_hparams)
 
 __version__ = "0.1.0"
 

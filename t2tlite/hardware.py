@@ -2,7 +2,8 @@
 use), GPUs and TensorFlow's oneDNN setting, as a `Device` that
 `t2tlite.precision` decides from.
 
-    device = describe_device()   # Device(cpu_model=..., cpu_flags=..., gpus=...)
+    device = describe_device()   # Device(cpu_model=..., cpu_flags=...,
+                                 #        gpus=...)
     machine_line(device)         # "AMD EPYC (family 25 model 17), 2 cores, ..."
 
 On a CPU with a bfloat16 flag and no GPU, `describe_device` adds the

@@ -1,6 +1,7 @@
-"""Several problems as one: `--problem=translate_ende_multi30k+translate_enfr_multi30k`
-trains one model on both (tensor2tensor's MultiProblem; one-to-many
-translation with target-language tags, Johnson et al., 2017).
+"""Several problems as one:
+`--problem=translate_ende_multi30k+translate_enfr_multi30k` trains one
+model on both (tensor2tensor's MultiProblem; one-to-many translation with
+target-language tags, Johnson et al., 2017).
 
     mixture = get_problem("translate_ende_multi30k+translate_enfr_multi30k")
     mixture.generate_data(data_dir)   # one vocabulary, each member's records

@@ -3,7 +3,7 @@ oneDNN kernels compute (`t2tlite.onednn`), and whether the int8 search can
 run (`int8_support`): the choices, made from a `t2tlite.hardware.Device`.
 
     device = hardware.describe_device()        # CPU model and flags, GPUs
-    choice = choose("auto", device)            # -> Choice(precision="bfloat16", ...)
+    choice = choose("auto", device)            # Choice(precision=..., ...)
     announce(choice)                           # logs the choice and why
     build_model(hp, vocab_size, dtype=choice.keras_policy)
     int8_support(device)                       # -> Int8Support(available, ...)
@@ -268,7 +268,8 @@ def main(argv=None):
       prog="python -m t2tlite.precision",
       description="Prints this machine, the precision "
       "--mixed_precision=auto picks here, whether TensorFlow's oneDNN "
-      "kernels compute and whether decode hparam int8 can run. On a CPU with a bfloat16 flag the "
+      "kernels compute and whether decode hparam int8 can run. On a CPU "
+      "with a bfloat16 flag the "
       "choice rests on a measured bfloat16/float32 matmul speedup, measured "
       "once per machine and kept in " + bfloat16_check.speedup_cache_path()
       + ".")

@@ -85,8 +85,9 @@ def decode_defaults(name):
 def get_problem(name):
   """A new instance of the registered problem `name` (or `NAME_rev`).
 
-  A name of problems joined by "+" ("translate_ende_multi30k+translate_enfr_multi30k")
-  is their mixture, one problem (`t2tlite.mixture`).
+  A name of problems joined by "+"
+  ("translate_ende_multi30k+translate_enfr_multi30k") is their mixture,
+  one problem (`t2tlite.mixture`).
 
   Raises:
     registry.RegistryError: unknown name; the message lists close names.

@@ -128,7 +128,8 @@ class Registry:
 
 
 def _describe(obj):
-  return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+  module = getattr(obj, "__module__", "?")
+  return f"{module}.{getattr(obj, '__qualname__', obj)}"
 
 
 # Problem names: NAME_rev is NAME with inputs and targets swapped, so that
@@ -167,7 +168,8 @@ _loaded_usr_dirs = set()
 
 
 def import_usr_dir(usr_dir):
-  """Imports a plugin folder whose `__init__.py` imports its registering modules.
+  """Imports a plugin folder whose `__init__.py` imports its registering
+  modules.
 
   Importing the same folder twice is a no-op (its registrations would clash).
 
@@ -200,7 +202,8 @@ _entry_points_loaded = False
 
 
 def load_entry_point_plugins():
-  """Imports every module listed under the `t2tlite.plugins` entry-point group."""
+  """Imports every module listed under the `t2tlite.plugins` entry-point
+  group."""
   global _entry_points_loaded
   if _entry_points_loaded:
     return

@@ -51,7 +51,8 @@ def generate(problem, data_dir, tmp_dir=None, raw_data_dir=None,
   Returns:
     {"problem", "data_dir", "vocab": {"file", "type", "size", "requested",
     "reused", and with vocab_from "copied_from"} (plus "targets": the same
-    keys, for a separate target vocabulary; "requested" is None for a "word" one), "splits": {split:
+    keys, for a separate target vocabulary; "requested" is None for a
+    "word" one), "splits": {split:
     {"examples", "input_tokens", "target_tokens", "skipped": {reason: n},
     "skipped_where": {reason: [where]}, "lengths", "shards",
     "reused_shards"}}}; also saved as P.datagen.json.

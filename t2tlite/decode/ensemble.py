@@ -1,7 +1,8 @@
 """Ensemble decoding: several trained models of one problem and vocabulary
 searched as one model.
 
-    models, info, paths = run_dir.load_models(output_dir, ["run_a", "run_b/ckpt-900"])
+    models, info, paths = run_dir.load_models(
+        output_dir, ["run_a", "run_b/ckpt-900"])
     decoder = Decoder(Ensemble(models), vocab, machine.settle(hp),
                       target_vocab)
 

@@ -243,11 +243,12 @@ class OutputLimits:
 class DecodePlan:
   """A decode request as the searches run it.
 
-  strategy: Greedy, Beam or Sample (EpsilonSample); limits: OutputLimits; int8: the int8
-  search; int8_weights_first: its kernels' layout, as settled for the
-  machine (`precision.int8_support`); concurrent_searches: searches side by
-  side over blocks of a batch's rows (>= 1, settled); laid_out_kernels: a
-  float32 search's decoder kernels' layout, as settled for the machine.
+  strategy: Greedy, Beam or Sample (EpsilonSample); limits: OutputLimits;
+  int8: the int8 search; int8_weights_first: its kernels' layout, as
+  settled for the machine (`precision.int8_support`); concurrent_searches:
+  searches side by side over blocks of a batch's rows (>= 1, settled);
+  laid_out_kernels: a float32 search's decoder kernels' layout, as settled
+  for the machine.
   """
   strategy: Strategy
   limits: OutputLimits

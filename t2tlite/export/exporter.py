@@ -45,7 +45,8 @@ def versions(export_dir):
   """Sorted integer versions already in export_dir (missing folder: [])."""
   if not tf.io.gfile.isdir(export_dir):
     return []
-  return sorted(int(name.rstrip("/")) for name in tf.io.gfile.listdir(export_dir)
+  return sorted(int(name.rstrip("/"))
+                for name in tf.io.gfile.listdir(export_dir)
                 if name.rstrip("/").isdigit())
 
 

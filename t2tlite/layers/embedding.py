@@ -125,7 +125,8 @@ class PositionEncoding(keras.layers.Layer):
     self.d_model = d_model
 
   def encodings(self, start, length):
-    """float32 [length, d_model] encodings for positions start..start+length-1."""
+    """float32 [length, d_model] encodings for positions start to
+    start + length - 1."""
     # start + range(length), not range(start, ...): XLA needs Range's
     # arguments to be compile-time constants, and `start` is a loop variable.
     positions = start + tf.range(length)

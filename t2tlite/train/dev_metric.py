@@ -7,8 +7,9 @@ does and scoring as t2t-bleu / t2t-parse-eval do.
 
 The checkpoint is loaded into a freshly built model and decoded by
 t2t-decoder's road (`run_decoding.load_run`, its Decoder under the
-problem's constraint) with the problem's decode defaults, and scored with `t2tlite.evaluate`: the same code paths as
-the commands, so the figure logged in training is the one a user gets from
+problem's constraint) with the problem's decode defaults, and scored with
+`t2tlite.evaluate`: the same code paths as the commands, so the figure
+logged in training is the one a user gets from
 `t2t-decoder --checkpoint_path=...` then `t2t-bleu` (or `t2t-parse-eval`)
 on the same dev lines at the same precision.
 """

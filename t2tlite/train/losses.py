@@ -68,7 +68,8 @@ def _target_indices(targets):
 
 
 def token_accuracy(logits, targets):
-  """(correct float32 [batch, len], weights float32 [batch, len]) on real tokens."""
+  """(correct float32 [batch, len], weights float32 [batch, len]) on real
+  tokens."""
   weights = tf.cast(tf.not_equal(targets, PAD_ID), tf.float32)
   predicted = tf.argmax(logits, axis=-1, output_type=targets.dtype)
   return tf.cast(tf.equal(predicted, targets), tf.float32) * weights, weights

@@ -52,7 +52,8 @@ class Preempted(Exception):
     self.signal_name, self.step, self.checkpoint = signal_name, step, checkpoint
     super().__init__(
         f"Preempted ({signal_name}): saved the checkpoint {checkpoint} at "
-        f"step {step}. Run the same command again (on every worker) to resume there.")
+        f"step {step}. Run the same command again (on every worker) to "
+        "resume there.")
 
 
 class WorkerLostError(RuntimeError):

@@ -9,7 +9,8 @@ from t2tlite.hparams_lib import HParams, create_hparams
 
 
 class HParamsConflictError(ValueError):
-  """A restart asked for hparams different from those the run was started with."""
+  """A restart asked for hparams different from those the run was started
+  with."""
 
 
 def resolve_hparams(output_dir, hparams_set=None, overrides="",
