@@ -114,6 +114,31 @@ def test_bad_lines_are_skipped_and_counted(tmp_path):
   assert train["examples"] == 198
 
 
+def test_text_files_hold_a_sample_a_line_and_five_places_a_reason(tmp_path):
+  """write_split: whitespace inside a sample (a line break, a tab, two
+  spaces) becomes one space in the text files, one sample a line; a skip
+  reason keeps five of its places, across shards too."""
+  from t2tlite.data.samples import Skipped
+  from t2tlite.data.vocab import Vocabulary, train_sentencepiece
+  vocab_path = str(tmp_path / "letters.model")
+  train_sentencepiece(lambda: iter(["a b c d e f g"] * 20), vocab_path, 16)
+  samples = [Skipped("bad", f"line {i}") for i in range(7)] + [
+      {"inputs": "a b\nc", "targets": "d\te  f"},
+      {"inputs": "g", "targets": "a"}]
+  texts = (str(tmp_path / "inputs.txt"), str(tmp_path / "targets.txt"))
+  summary = records.write_split(
+      iter(samples), Vocabulary.from_file(vocab_path),
+      records.shard_paths(str(tmp_path), "letters", "train", 2),
+      text_paths=texts)
+  assert summary["examples"] == 2 and summary["skipped"] == {"bad": 7}
+  where = summary["skipped_where"]["bad"]
+  assert len(where) == 5 and set(where) <= {f"line {i}" for i in range(7)}
+  with open(texts[0], encoding="utf-8") as f:
+    assert f.read() == "a b c\ng\n"
+  with open(texts[1], encoding="utf-8") as f:
+    assert f.read() == "d e f\na\n"
+
+
 def test_failure_mid_split_leaves_no_partial_shard(tmp_path):
   folder = shared_corpus("wsj_sample")
   raw = tmp_path / "treebank"
