@@ -185,7 +185,7 @@ def import_usr_dir(usr_dir):
         f"{usr_dir}: expected a plugin folder with an __init__.py that "
         f"imports the modules registering your problems and hparams sets; "
         f"{init} does not exist.")
-  module_name = "t2t_usr_" + os.path.basename(path).replace("-", "_")
+  module_name = _usr_module_name(path)
   spec = importlib.util.spec_from_file_location(
       module_name, init, submodule_search_locations=[path])
   module = importlib.util.module_from_spec(spec)
@@ -196,6 +196,18 @@ def import_usr_dir(usr_dir):
     del sys.modules[module_name]
     raise
   _loaded_usr_dirs.add(path)
+
+
+def _usr_module_name(path):
+  """The module name of the plugin folder `path`: t2t_usr_ and its last
+  name, numbered when another folder of that name was imported (its
+  modules must not stand in for this folder's)."""
+  base = "t2t_usr_" + os.path.basename(path).replace("-", "_")
+  name, number = base, 1
+  while getattr(sys.modules.get(name), "__path__", [path]) != [path]:
+    number += 1
+    name = f"{base}_{number}"
+  return name
 
 
 _entry_points_loaded = False

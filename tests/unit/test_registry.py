@@ -1,4 +1,6 @@
 """The generic registry: duplicates refused, unknown names get close matches."""
+import sys
+
 import pytest
 
 import t2tlite
@@ -92,3 +94,46 @@ def test_did_you_mean():
 def test_models_registry_holds_the_transformer():
   from t2tlite.models.transformer import Transformer
   assert registry.models.get("transformer") is Transformer
+
+
+def test_usr_dir_imported_once_under_any_spelling(monkeypatch, tmp_path):
+  plugin = tmp_path / "my_plugin"
+  plugin.mkdir()
+  (plugin / "__init__.py").write_text(
+      "from t2tlite import registry\n"
+      "registry.widgets.add('plugin_widget', 1)\n")
+  reg = registry.Registry("widget")
+  monkeypatch.setattr(registry, "widgets", reg, raising=False)
+  monkeypatch.setenv("HOME", str(tmp_path))
+  monkeypatch.setattr(registry, "_loaded_usr_dirs", set())
+  # Removed again after the test (import_usr_dir puts it in sys.modules).
+  monkeypatch.setitem(sys.modules, "t2t_usr_my_plugin", None)
+  registry.import_usr_dir("~/my_plugin")
+  # The same folder again, as an absolute path: not run a second time.
+  registry.import_usr_dir(str(plugin))
+  assert reg.names() == ["plugin_widget"]
+
+
+def test_usr_dirs_of_the_same_name_each_register_their_own(monkeypatch,
+                                                          tmp_path):
+  reg = registry.Registry("widget")
+  monkeypatch.setattr(registry, "widgets", reg, raising=False)
+  monkeypatch.setattr(registry, "_loaded_usr_dirs", set())
+  folders = []
+  for owner in ("a", "b"):
+    plugin = tmp_path / owner / "team_plugins"
+    plugin.mkdir(parents=True)
+    (plugin / "__init__.py").write_text("from . import widgets\n")
+    (plugin / "widgets.py").write_text(
+        "from t2tlite import registry\n"
+        f"registry.widgets.add('{owner}_widget', 1)\n")
+    folders.append(str(plugin))
+  before = set(sys.modules)
+  try:
+    for folder in folders:
+      registry.import_usr_dir(folder)
+  finally:
+    for name in set(sys.modules) - before:
+      del sys.modules[name]
+  # The second folder's `from . import widgets` runs its own module.
+  assert reg.names() == ["a_widget", "b_widget"]
