@@ -80,7 +80,7 @@ def fetch(url, path, expected, timeout=60):
     DataError: one line naming the URL: the server failed or refused, the
       download stopped short, or the file is not the expected one.
   """
-  if os.path.exists(path) and mismatch(path, expected) is None:
+  if os.path.exists(path) and _is_correct(path, expected):
     return path
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   partial = f"{path}.part"
@@ -96,6 +96,15 @@ def fetch(url, path, expected, timeout=60):
     if os.path.exists(partial):
       os.remove(partial)
   return path
+
+
+def _is_correct(path, expected):
+  """Whether the file at `path` is the `Expected` one; a damaged .gz (a
+  download cut short by an earlier version, a full disk) is not."""
+  try:
+    return mismatch(path, expected) is None
+  except DataError:
+    return False
 
 
 def _download(url, partial, timeout):

@@ -8,6 +8,7 @@ saying how to get them. The full release, checked against the pinned
 checksums through t2t-datagen, is in tests/end_to_end/test_multi30k_download.py.
 """
 import gzip
+import hashlib
 
 import pytest
 
@@ -16,6 +17,7 @@ from file_server import serving
 import multi30k_release
 
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+from t2tlite.data import download
 from t2tlite.data.samples import DataError
 from t2tlite.problem import get_problem
 from t2tlite.problems import multi30k
@@ -206,6 +208,30 @@ def test_missing_file_is_an_error(release, tmp_path):
                         lambda name, data: None if name == broken else data)
   message = _failing_download(served, expected, tmp_path / "tmp", broken)
   assert "HTTP 404" in message
+
+
+def test_a_wrong_copy_is_fetched_again_and_a_right_one_is_kept(tmp_path):
+  served = tmp_path / "served"
+  served.mkdir()
+  text = b"Ein Hund.\nZwei Katzen.\n"
+  (served / "a.de.gz").write_bytes(gzip.compress(text))
+  expected = download.Expected(2, hashlib.sha256(text).hexdigest())
+  path = tmp_path / "tmp" / "a.de.gz"
+  path.parent.mkdir()
+  path.write_bytes(gzip.compress(b"Ein Hund.\n"))  # an older, shorter file
+  with serving(served) as (url, requests):
+    assert download.fetch(f"{url}/a.de.gz", str(path), expected) == str(path)
+    assert requests == ["/a.de.gz"]
+    download.fetch(f"{url}/a.de.gz", str(path), expected)
+    assert requests == ["/a.de.gz"]
+  assert gzip.decompress(path.read_bytes()) == text
+  assert sorted(p.name for p in path.parent.iterdir()) == ["a.de.gz"]
+  # A copy cut short (not a complete gzip file) is fetched again too.
+  path.write_bytes(gzip.compress(text)[:-6])
+  with serving(served) as (url, requests):
+    download.fetch(f"{url}/a.de.gz", str(path), expected)
+    assert requests == ["/a.de.gz"]
+  assert gzip.decompress(path.read_bytes()) == text
 
 
 def test_offline_download_names_the_ways_without_it_and_leaves_nothing(
