@@ -2,7 +2,8 @@
 of Vinyals et al. 2015 ("Grammar as a foreign language") and its inverse.
 
 Normalisation (what a round trip gives back): the unlabelled outer bracket of
-PTB files is removed when it has a single child; `-NONE-` empty elements are
+PTB files is removed when it has a single child (with several it is labelled
+TOP, as `delinearize` joins several roots); `-NONE-` empty elements are
 removed, then every constituent left without children; function tags and
 indices are stripped from phrase labels (`NP-SBJ-1` -> `NP`, `NP=2` -> `NP`;
 labels starting with "-" such as `-LRB-` are kept).
@@ -134,6 +135,8 @@ def normalize(tree):
   if tree.label in _ROOT_LABELS and len(tree.children) == 1 and isinstance(
       tree.children[0], Tree):
     tree = tree.children[0]
+  elif not tree.label:
+    tree = Tree("TOP", tree.children)
   return _without_empties(tree)
 
 

@@ -49,6 +49,17 @@ def test_normalisation_and_linearization():
       "(S (NP XX )NP (VP XX (NP XX XX XX )NP )VP XX )S")
 
 
+def test_unlabelled_outer_bracket_of_several_trees_becomes_top():
+  raw = next(trees.parse_trees("( (S (NN a)) (S (-NONE- *) (NN b)) )"))
+  tree = trees.normalize(raw)
+  assert str(tree) == "(TOP (S (NN a)) (S (NN b)))"
+  # It survives the round trip, as every normalized tree must.
+  words, target = trees.linearize(tree)
+  assert words == ["a", "b"]
+  assert target == "(TOP (S NN )S (S NN )S )TOP"
+  assert trees.delinearize(target, words) == tree
+
+
 @pytest.mark.parametrize("text, where, what", [
     ("(S (NP (DT a)) (VP (VB b)))\n(S (NP (NN c))", "tree 2 (line 2)",
      "never closed"),
@@ -61,6 +72,10 @@ def test_normalisation_and_linearization():
     ("(S (NP (DT a)))\n(S (NP (NN c) word))", "tree 2 (line 2)",
      "mixes words"),
     ("(S (NP (DT a)))\n(S (NP ))", "tree 2 (line 2)", "empty constituent"),
+    ("(S (NP (DT a)))\n(S ((NN c)))", "tree 2 (line 2)", "without a label"),
+    # An unclosed tree is named by the line it starts on.
+    ("(S (NP (DT a)))\n(S (NP (NN c))\n(VP (VB d))", "tree 2 (line 2)",
+     "never closed"),
 ])
 def test_malformed_tree_names_file_and_tree_number(tmp_path, text, where,
                                                    what):
