@@ -229,7 +229,9 @@ def _train_steps_text(run):
   made = _steps_made(run)
   plan = (run.run_info or {}).get("plan")
   if plan:
-    return (f"{hp_steps} in the hparams; this run made {made} steps, of the "
+    made_text = ("has no step yet" if made is None else
+                 f"made {made} steps")
+    return (f"{hp_steps} in the hparams; this run {made_text}, of the "
             f"{plan['train_steps']} planned for --train_minutes="
             f"{plan['train_minutes']:g} (run.json)")
   if made is not None and made != hp_steps:

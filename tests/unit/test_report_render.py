@@ -51,3 +51,27 @@ def test_page_has_named_results_steps_made_and_no_repr():
   assert ("train_steps: 1000 in the hparams; this run made 737 steps, of "
           "the 737 planned for --train_minutes=2 (run.json).") in page
   assert "<section id='flags'><h2>Flags</h2>" in page
+  # A planned run that has not saved or summarized a step yet.
+  started = render.render(_run(train={}))
+  assert ("train_steps: 1000 in the hparams; this run has no step yet, of "
+          "the 737 planned") in started
+
+
+def test_without_a_best_folder_the_lowest_dev_loss_checkpoint_is_best():
+  checkpoints = [collect.Checkpoint(f"/runs/r/ckpt-{step}", step, 2**20,
+                                    0.0, "run") for step in (300, 500, 737)]
+  run = _run(checkpoints=checkpoints,
+             metrics=[{"step": 300, "loss": 1.0}, {"step": 500, "loss": 0.4},
+                      {"step": 737, "loss": 0.6}])
+  section = render._checkpoints_section(run)
+  assert ("Best: <code>/runs/r/ckpt-500</code> (of the kept checkpoints at "
+          "an evaluated step, the lowest dev loss (0.4000))") in section
+  assert section.count("<tr class='best'>") == 1
+  assert "<tr class='best'><td>/runs/r/ckpt-500</td>" in section
+
+
+def test_throughput_has_the_median_and_the_last_value():
+  run = _run(train={"tokens_per_sec": [(100, 900.0), (200, 1200.0),
+                                       (300, 1000.0), (400, 1100.0),
+                                       (500, 950.0)]})
+  assert render._throughput(run) == [["tokens per sec", "1000", "950", 5]]
