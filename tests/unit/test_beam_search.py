@@ -500,6 +500,37 @@ def test_export_style_signature_with_dynamic_shapes(tiny_model):
   assert not np.any(result["outputs"].numpy()[:, 0] == PAD)  # PAD is masked
 
 
+@pytest.mark.parametrize("searches", [1, 2])
+def test_each_output_runs_to_its_input_length_plus_extra_length(tiny_model,
+                                                               searches):
+  """The untrained model never chooses EOS: each output is cut at its own
+  limit, its input's length (EOS included) + extra_length, and comes back
+  in its input's row (two searches search rows 1 and 2, then row 0)."""
+  result = decode_ids(tiny_model, INPUTS, beam_size=1, extra_length=3,
+                      concurrent_searches=searches)
+  assert result["outputs"].shape == (3, 9)
+  assert np.count_nonzero(result["outputs"], axis=1).tolist() == [7, 9, 5]
+
+
+def test_an_empty_batch_has_no_outputs(tiny_model):
+  result = decode_ids(tiny_model, INPUTS[:0], beam_size=2, extra_length=3)
+  assert result["outputs"].shape[0] == result["scores"].shape[0] == 0
+
+
+def test_a_prefix_may_fill_its_output_to_the_limit(tiny_model):
+  # Row 2 (13, EOS) may hold 2 + 2 tokens: a prefix of 4 is its output,
+  # one of 5 is refused.
+  prefix = [[0] * 5, [0] * 5, [3, 4, 5, 6, 0]]
+  result = decode_ids(tiny_model, INPUTS, target_prefix=tf.constant(prefix),
+                      beam_size=1, extra_length=2)
+  assert result["outputs"].numpy()[2].tolist() == [3, 4, 5, 6, 0, 0, 0, 0]
+  prefix[2][4] = 7
+  with pytest.raises(tf.errors.InvalidArgumentError,
+                     match="target prefix longer than its output may hold"):
+    decode_ids(tiny_model, INPUTS, target_prefix=tf.constant(prefix),
+               beam_size=1, extra_length=2)
+
+
 def test_learned_positions_cap_the_decode_length():
   hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
                max_length=8, position_encoding="learned")

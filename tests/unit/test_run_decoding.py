@@ -5,6 +5,9 @@ import pytest
 from t2tlite import run_decoding
 from t2tlite.export import exporter
 
+from run_folder import needs_multi30k
+from shared_run import shared_run_folder
+
 
 def test_a_folder_without_a_run_is_named(tmp_path):
   with pytest.raises(FileNotFoundError, match=str(tmp_path)):
@@ -19,3 +22,16 @@ def test_an_empty_ensemble_member_is_named(tmp_path):
 def test_an_export_of_an_ensemble_is_refused(tmp_path):
   with pytest.raises(ValueError, match="an export holds one model"):
     exporter.export_saved_model(str(tmp_path), checkpoint_path="A,B")
+
+
+@needs_multi30k
+def test_a_run_with_a_target_vocabulary_of_its_own_loads_both(
+    tmp_path_factory):
+  folder = shared_run_folder(tmp_path_factory, separate_target_vocab=True)
+  run = run_decoding.load_run(folder)
+  # The inputs' vocabulary has 300 pieces, the targets' 250
+  # (make_run_folder): each is read from its own file.
+  assert run.vocab.size == run.info.vocab_size == 300
+  assert run.target_vocab.size == run.info.target_vocab_size == 250
+  assert run.target_vocab.path == run.info.target_vocab_file
+  assert run.model.target_vocab_size == run.target_vocab.size

@@ -53,6 +53,30 @@ def test_each_decoder_position_points_at_the_word_its_next_tag_is_for():
     np.testing.assert_allclose(vectors[0, t], projected[0, source], atol=1e-6)
 
 
+def test_a_decoding_step_past_the_last_word_points_at_eos():
+  # More tags than source words (an untrained or wrong decoder writes
+  # them): each cached step points where the teacher-forced call does.
+  layer = WordPointer(WORD_STARTS, WORD_TOKENS, 8)
+  layer.build()
+  inputs = tf.constant([[3, 10, 4, 1], [5, 1, 0, 0]])   # 2 words, 1 word
+  memory = tf.random.normal([2, 4, 8], seed=2)
+  decoder_inputs = tf.constant([[0, 3, 4, 5, 6, 3], [0, 7, 3, 4, 5, 6]])
+  expected = layer(decoder_inputs, memory, inputs).numpy()
+  positions, last = layer.word_positions(inputs)
+  projected = layer.project(memory)
+  done = layer.words_done(decoder_inputs)
+  beams = 2
+  for t in range(decoder_inputs.shape[1]):
+    vectors = layer.step(tf.repeat(done[:, t], beams), projected, positions,
+                         last).numpy()
+    np.testing.assert_allclose(vectors[:, 0],
+                               np.repeat(expected[:, t], beams, axis=0),
+                               atol=1e-6)
+  # Past its last word each row points at its EOS (positions 3 and 1).
+  np.testing.assert_allclose(expected[:, -1],
+                             projected.numpy()[[0, 1], [3, 1]], atol=1e-6)
+
+
 @pytest.mark.parametrize("growing", [False, True])
 def test_cached_decoding_reproduces_full_forward(growing):
   model = pointer_model("norm_position=pre")
