@@ -1,5 +1,8 @@
 """The command layer's helpers: library argument names become flag names,
 TensorFlow's start-up notices are told from other stderr lines."""
+from absl import flags
+import pytest
+
 from t2tlite import quiet
 from t2tlite.bin import console
 
@@ -77,3 +80,20 @@ def test_log_lines_carry_time_level_when_not_info_and_component():
   assert warning == f"{clock} WARNING bfloat16_check: Ignoring x"
   # No thread id, no source file and line.
   assert not re.search(r"\.py|:704|\d{6,}", warning)
+
+
+def test_an_unreadable_flag_file_is_named_by_its_flag(monkeypatch, tmp_path):
+  from t2tlite.bin import t2t_bleu  # noqa: F401  (defines --translation)
+  missing = str(tmp_path / "missing.txt")
+  monkeypatch.setattr(flags.FLAGS["translation"], "value", missing)
+  with pytest.raises(FileNotFoundError) as error:
+    console.read_flag_lines("translation")
+  assert str(error.value) == f"--translation={missing}: no such file"
+  latin1 = tmp_path / "latin1.txt"
+  latin1.write_bytes("caf\xe9\n".encode("latin-1"))
+  monkeypatch.setattr(flags.FLAGS["translation"], "value", str(latin1))
+  with pytest.raises(ValueError) as error:
+    console.read_flag_lines("translation")
+  assert str(error.value).startswith(f"--translation={latin1}: not UTF-8")
+  latin1.write_text("a\nb\n", encoding="utf-8")
+  assert console.read_flag_lines("translation") == ["a", "b"]

@@ -120,3 +120,33 @@ def test_every_field_is_read_somewhere():
     # Attribute reads (hp.x) or the model's list of architecture fields.
     pattern = rf"\.{field.name}\b|\"{field.name}\""
     assert re.search(pattern, sources), f"hparam {field.name} is never read"
+
+
+def test_rates_of_exactly_one_are_refused():
+  for name in ("dropout", "attention_dropout", "relu_dropout",
+               "label_smoothing"):
+    with pytest.raises(ValueError, match=rf"{name} must be in \[0, 1\)"):
+      HParams(**{name: 1.0})
+  assert HParams(dropout=0.0).dropout == 0.0
+
+
+def test_bool_overrides_ignore_case():
+  hp = HParams()
+  assert hp.override("word_pointer=True").word_pointer is True
+  assert hp.override("word_pointer=TRUE").word_pointer is True
+  assert hp.override("word_pointer=False").word_pointer is False
+  with pytest.raises(ValueError, match="word_pointer='yes': expected a bool"):
+    hp.override("word_pointer=yes")
+
+
+def test_a_mixing_rate_may_be_zero_but_not_all():
+  assert HParams().override("mixing_rates=0.5,0").mixing_rates == "0.5,0"
+  for bad in ("0,0", "0.5,-0.1"):
+    with pytest.raises(ValueError, match="non-negative rates, not all zero"):
+      HParams(mixing_rates=bad)
+
+
+def test_a_piece_without_value_after_a_number_is_malformed():
+  # Only a string field's value may hold commas.
+  with pytest.raises(ValueError, match="override '0.2': expected name=value"):
+    HParams().override("dropout=0.1,0.2")

@@ -18,6 +18,7 @@ from t2tlite.models.transformer import Transformer
 from t2tlite.train import run_hparams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
+from t2tlite.train.config import TrainConfig
 from t2tlite.train.evaluation import EVAL_RESULTS_FILE
 import train_helpers
 
@@ -185,10 +186,12 @@ def test_mixed_precision_and_xla_train_as_float32_does(
 
 def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   output_dir = str(tmp_path)
-  trainer = train_helpers.tiny_trainer(output_dir, strategy, train_steps=4,
-                                       local_eval_frequency=2, eval_steps=3)
+  # Evaluations every 2 steps, and at the last (5) with the last summaries.
+  trainer = train_helpers.tiny_trainer(output_dir, strategy, train_steps=5,
+                                       local_eval_frequency=2, eval_steps=3,
+                                       log_every_steps=2)
   metrics = trainer.train()
-  assert metrics["step"] == 4 and metrics["sequences"] == 3 * 8
+  assert metrics["step"] == 5 and metrics["sequences"] == 3 * 8
   assert 0.0 <= metrics["sequence_accuracy"] <= metrics["accuracy"] <= 1.0
   assert metrics["perplexity"] == pytest.approx(math.exp(metrics["nll"]))
   assert metrics["loss"] > metrics["nll"] * 0.9
@@ -197,11 +200,19 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   train = train_helpers.read_scalars(output_dir)
   assert set(train) == {"loss", "nll", "learning_rate", "grad_norm",
                         "steps_per_sec", "tokens_per_sec"}
+  assert sorted(train["loss"]) == [2, 4, 5]
   evaluation = train_helpers.read_scalars(os.path.join(output_dir, "eval"))
   assert set(evaluation) == {"loss", "nll", "accuracy", "sequence_accuracy"}
-  assert sorted(evaluation["loss"]) == [2, 4]
+  assert sorted(evaluation["loss"]) == [2, 4, 5]
   # eval_steps batches of the endless set at each evaluation.
   assert trainer.evaluate()["sequences"] == 3 * 8
+
+
+def test_config_refuses_keeping_no_best_checkpoint(tmp_path):
+  with pytest.raises(ValueError,
+                     match="keep_best_checkpoints must be positive, got 0"):
+    TrainConfig(output_dir=str(tmp_path), train_steps=1,
+                keep_best_checkpoints=0)
 
 
 def test_eval_steps_0_evaluates_the_whole_split(tmp_path, strategy):

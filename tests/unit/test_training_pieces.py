@@ -7,6 +7,9 @@ import pytest
 import tensorflow as tf
 
 import t2tlite
+from t2tlite.hparams_lib import HParams
+from t2tlite.models import build_model
+from t2tlite.train import train_step as train_step_lib
 from t2tlite.train.fused_adam import FusedAdam
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.schedules import (NoamSchedule, build_optimizer,
@@ -188,3 +191,42 @@ def test_the_trainer_gets_the_fused_adam_and_it_serializes():
   restored = keras.optimizers.deserialize(keras.optimizers.serialize(built))
   assert isinstance(restored, FusedAdam)
   assert restored.get_config() == built.get_config()
+
+
+def test_an_accumulated_step_takes_the_mean_over_all_its_target_tokens():
+  """The update of 2 accumulated batches is that of their per-token mean
+  loss: the smoothed loss summed over both, divided by their real target
+  tokens (5 + 3; the sources have more), differentiated by hand here."""
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               dropout=0.0, max_length=8, gradient_accumulation_steps=2)
+  batches = [
+      {"inputs": tf.constant([[5, 6, 7, 1], [8, 9, 1, 0]]),
+       "targets": tf.constant([[7, 6, 1, 0], [9, 1, 0, 0]])},
+      {"inputs": tf.constant([[4, 4, 5, 1], [3, 1, 0, 0]]),
+       "targets": tf.constant([[5, 4, 1, 0], [0, 0, 0, 0]])}]
+  strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+  keras.utils.set_random_seed(1)
+  with strategy.scope():
+    model = build_model(hp, vocab_size=12)
+    optimizer = build_optimizer(hp)
+    optimizer.build(model.trainable_variables)
+  train_step_lib.let_trainer_all_reduce(optimizer)
+
+  with tf.GradientTape() as tape:
+    smoothed = [smoothed_cross_entropy(model(b, training=True), b["targets"],
+                                       hp.label_smoothing)[0]
+                for b in batches]
+    total = tf.add_n([tf.reduce_sum(s) for s in smoothed])
+    mean = total / 8.0
+  grads = tape.gradient(mean, model.trainable_variables)
+  expected_norm = float(tf.linalg.global_norm(grads))
+
+  dataset = tf.data.Dataset.from_tensors(batches[0]).concatenate(
+      tf.data.Dataset.from_tensors(batches[1]))
+  iterator = iter(strategy.experimental_distribute_dataset(dataset))
+  step = train_step_lib.TrainStep(model, optimizer, strategy, hp)
+  out = {k: float(v) for k, v in step.function(iterator).items()}
+  assert (out["target_tokens"], out["source_tokens"]) == (8.0, 13.0)
+  assert out["loss"] == pytest.approx(float(total), rel=1e-5)
+  assert out["grad_norm"] == pytest.approx(expected_norm, rel=1e-4)
+  assert int(optimizer.iterations) == 1
