@@ -1,6 +1,7 @@
 """Problem registry, NAME_rev, the built-in problems' samples, raw-folder
 resolution and the bad-input errors of the translation problems."""
 import gzip
+import os
 
 import pytest
 
@@ -10,6 +11,7 @@ from corpora import read_lines, shared_corpus, write_lines
 from t2tlite import problem as problem_lib
 from t2tlite import registry
 from t2tlite.data import text_files
+from t2tlite.data import vocab as vocab_lib
 from t2tlite.data.samples import DataError, Skipped
 from t2tlite.problems import translate
 
@@ -55,7 +57,11 @@ def test_register_problem_names(fresh_problem_registry):
 
   assert registry.problems.names() == ["explicit_name", "my_copy_task"]
   assert problem_lib.get_problem("my_copy_task_rev").data_name == "my_copy_task"
-  assert isinstance(problem_lib.get_problem("explicit_name"), Other)
+  explicit = problem_lib.get_problem("explicit_name")
+  assert isinstance(explicit, Other)
+  # Its files are named by its registered name, not by its class.
+  assert explicit.data_name == "explicit_name"
+  assert explicit.vocab_file("/d") == "/d/vocab.explicit_name.model"
   with pytest.raises(registry.RegistryError, match="already registered"):
     problem_lib.register_problem("explicit_name")(MyCopyTask)
   with pytest.raises(ValueError, match="reserved"):
@@ -98,6 +104,13 @@ def test_raw_folder_resolution(tmp_path):
   problem = problem_lib.get_problem("translate_ende_wmt")
   assert problem.available_splits(None, str(tmp_path)) == ("train", "dev",
                                                            "test")
+
+
+def test_dev_is_preferred_over_its_aliases(tmp_path):
+  _make_folder(tmp_path, ["train.en", "train.de", "valid.en", "valid.de",
+                          "dev.en", "dev.de", "val.en.gz", "val.de.gz"])
+  found = text_files.find_split_files(str(tmp_path), ("en", "de"))
+  assert found["dev"] == (str(tmp_path / "dev.en"), str(tmp_path / "dev.de"))
 
 
 def test_raw_folder_errors(tmp_path):
@@ -262,3 +275,18 @@ def test_vocabulary_files_per_side_and_the_reversed_swap(tmp_path):
       method(data_dir, "source")
   with pytest.raises(DataError, match=f"expected {symbols}"):
     parsing.vocabulary(data_dir, "targets")
+
+
+def test_vocabulary_is_loaded_again_when_its_file_changes(tmp_path):
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  path = problem.vocab_file(str(tmp_path))
+  vocab_lib.train_sentencepiece(lambda: iter(["a b c"]), path, None,
+                                model_type="word")
+  first = problem.vocabulary(str(tmp_path))
+  assert first.size == 6 and problem.vocabulary(str(tmp_path)) is first
+  # A new datagen writes another vocabulary in its place.
+  vocab_lib.train_sentencepiece(lambda: iter(["a b c d e"]), path, None,
+                                model_type="word")
+  stamp = os.stat(path).st_mtime_ns + 1_000_000_000
+  os.utime(path, ns=(stamp, stamp))
+  assert problem.vocabulary(str(tmp_path)).size == 8

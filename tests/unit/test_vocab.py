@@ -1,5 +1,6 @@
 """Sentencepiece vocabularies run by tensorflow-text: ids, EOS/padding handling,
 agreement with the sentencepiece package, graceful size reduction."""
+import io
 import logging
 import os
 
@@ -162,3 +163,30 @@ def test_tokenizer_survives_cleared_kernel_caches(vocab, sentences):
   assert vocab.encode(tf.constant(sentences[:3])).to_list() == expected
   assert other.encode(tf.constant(sentences[:3])).to_list() == expected
   assert vocab.decode_ids(expected[0]) == sentences[0]
+
+
+def test_user_defined_symbols_are_whole_pieces_from_id_3(tmp_path):
+  lines = ["ein hund rennt", "a dog runs fast", "zwei katzen schlafen"] * 20
+  path = str(tmp_path / "t.model")
+  vocab_lib.train_sentencepiece(lambda: iter(lines), path, 40,
+                                user_defined_symbols=("<2de>", "<2fr>"))
+  vocab = vocab_lib.Vocabulary.from_file(path)
+  assert vocab.pieces()[3:5] == ["<2de>", "<2fr>"]
+  # Never seen in training, yet one id each, even inside a word.
+  ids = vocab.encode_text("<2fr> a dog<2de>s", add_eos=False)
+  assert ids.count(3) == ids.count(4) == 1
+  assert vocab_lib.UNK_ID not in ids
+
+
+def test_model_with_other_special_ids_is_refused(tmp_path):
+  model = io.BytesIO()
+  spm.SentencePieceTrainer.train(
+      sentence_iterator=iter(["a dog runs", "the cats sleep"] * 10),
+      model_writer=model, vocab_size=20, pad_id=0, bos_id=1, unk_id=2,
+      eos_id=3, minloglevel=2)
+  path = tmp_path / "eos3.model"
+  path.write_bytes(model.getvalue())
+  with pytest.raises(ValueError) as error:
+    vocab_lib.Vocabulary.from_file(str(path))
+  assert str(error.value) == (
+      f"{path}: expected pad/eos/unk ids 0/1/2, found 0/3/2")
