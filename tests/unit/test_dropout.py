@@ -82,3 +82,27 @@ def test_config_and_state_match_keras_dropout():
   again = keras.saving.deserialize_keras_object(
       keras.saving.serialize_keras_object(ours))
   assert type(again) is Dropout and again.rate == 0.3
+
+
+def test_rate_one_drops_everything():
+  y = Dropout(1.0, seed=4)(tf.ones([5, 7]), training=True)
+  np.testing.assert_array_equal(y, np.zeros([5, 7], np.float32))
+
+
+def test_noise_shape_makes_one_decision_per_broadcast_slice():
+  y = Dropout(0.5, noise_shape=[1, 64], seed=9)(tf.ones([16, 64]),
+                                                training=True).numpy()
+  # Every row has the same mask: a column is dropped or kept as a whole.
+  np.testing.assert_array_equal(y, np.broadcast_to(y[:1], y.shape))
+  assert set(np.unique(y)) == {0.0, 2.0}
+
+
+def test_feed_forward_drops_relu_activations_only_when_training():
+  from t2tlite.layers.feed_forward import FeedForward
+  keras.utils.set_random_seed(5)
+  x = tf.random.stateless_normal([2, 5, 8], seed=[1, 2])
+  layer = FeedForward(d_ff=64, relu_dropout=0.5)
+  inference = layer(x).numpy()
+  assert np.abs(layer(x, training=True).numpy() - inference).max() > 1e-3
+  plain = FeedForward(d_ff=64, relu_dropout=0.0)
+  np.testing.assert_array_equal(plain(x, training=True), plain(x))

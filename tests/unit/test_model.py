@@ -7,9 +7,11 @@ import pytest
 import tensorflow as tf
 
 import t2tlite
+from t2tlite.layers import shapes
 from t2tlite.layers.attention import MultiHeadAttention
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.feed_forward import FeedForward
+from t2tlite.layers.linear import position_wise
 from t2tlite.layers.search_weights import (FloatKernel, LaidOutKernel,
                                            SearchWeights)
 from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
@@ -172,6 +174,50 @@ def test_cached_decoding_in_a_compiled_loop():
   xla = tf.function(greedy, jit_compile=True, autograph=False)(inputs).numpy()
   np.testing.assert_array_equal(eager, graph)
   np.testing.assert_array_equal(eager, xla)
+
+
+def test_pre_norm_encoder_output_is_layer_normalised(variant_model):
+  """Pre-norm sublayers leave the residual stream unnormalised: the encoder
+  ends with its own layer norm (gain 1 and bias 0 as initialised)."""
+  model = variant_model("norm_position=pre")
+  memory = model.encode(tf.constant([[5, 6, 7, 8, 1]])).numpy()
+  np.testing.assert_allclose(memory.mean(-1), 0.0, atol=1e-4)
+  np.testing.assert_allclose(memory.var(-1), 1.0, atol=1e-2)
+
+
+def test_feed_forward_is_relu_of_first_map_plus_bias_then_second_map():
+  """Eq. (2), with biases other than their zero initialisation."""
+  layer = FeedForward(d_ff=16)
+  x = tf.random.stateless_normal([2, 3, 8], seed=[3, 4])
+  layer(x)
+  rng = np.random.RandomState(0)
+  for bias in (layer.b1, layer.b2):
+    bias.assign(rng.standard_normal(bias.shape).astype(np.float32))
+  w1, b1, w2, b2 = (v.numpy() for v in (layer.w1, layer.b1, layer.w2,
+                                         layer.b2))
+  expected = np.maximum(0.0, x.numpy() @ w1 + b1) @ w2 + b2
+  np.testing.assert_allclose(layer(x).numpy(), expected, rtol=1e-5,
+                             atol=1e-5)
+
+
+def test_position_wise_map_with_several_unknown_leading_axes():
+  kernel = tf.random.stateless_normal([8, 5], seed=[5, 6])
+  apply = tf.function(lambda x: position_wise(x, kernel), autograph=False,
+                      input_signature=[tf.TensorSpec([None, None, 8])])
+  assert apply.get_concrete_function().output_shapes.as_list() == [
+      None, None, 5]
+  x = tf.random.stateless_normal([2, 3, 8], seed=[7, 8])
+  np.testing.assert_allclose(apply(x).numpy(), x.numpy() @ kernel.numpy(),
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_reshape_of_an_empty_tensor_keeps_its_unknown_axis():
+  # Merging the trailing axes of [rows, 4, 0]: a -1 beside the 0 would be
+  # read from the nonzero sizes (rows * 4), not as rows.
+  apply = tf.function(
+      lambda x: shapes.reshape(x, [shapes.dim(x, 0), 0]),
+      autograph=False, input_signature=[tf.TensorSpec([None, 4, 0])])
+  assert apply(tf.zeros([3, 4, 0])).shape == (3, 0)
 
 
 def test_attention_weights_shapes_and_normalisation():
