@@ -400,3 +400,65 @@ def test_records_write_their_features_in_key_order():
     serialized = records.make_example(ids, ids[::-1])
     assert serialized.index(b"inputs") < serialized.index(b"targets")
     assert records.parse_example(serialized)["inputs"].numpy().tolist() == ids
+
+
+def test_a_shared_vocabulary_is_trained_on_both_sides(tmp_path):
+  """Digits in, their names out, one vocabulary: the names' letters (on
+  the target side only) are pieces of it, not UNK."""
+  from t2tlite.data.vocab import UNK_ID
+
+  class SharedDigitNames(_digit_names_problem()):
+    name = "shared_digit_names"
+    target_vocab_type = None
+    vocab_size = 40
+    num_shards = {"train": 1, "dev": 1, "test": 1}
+    num_samples = {"train": 100, "dev": 5, "test": 5}
+
+  problem = SharedDigitNames()
+  summary = problem.generate_data(str(tmp_path))
+  assert "targets" not in summary["vocab"]
+  vocab = problem.vocabulary(str(tmp_path))
+  for name in _NAMES:
+    ids = vocab.encode_text(name, add_eos=False)
+    assert UNK_ID not in ids and vocab.decode_ids(ids) == name
+
+
+def test_a_separate_target_vocabulary_has_its_own_size(tmp_path):
+  class SizedDigitNames(_digit_names_problem()):
+    name = "sized_digit_names"
+    target_vocab_type = "bpe"
+    target_vocab_size = 30
+    num_shards = {"train": 1, "dev": 1, "test": 1}
+    num_samples = {"train": 100, "dev": 5, "test": 5}
+
+  problem = SizedDigitNames()
+  summary = problem.generate_data(str(tmp_path))
+  assert summary["vocab"]["requested"] == summary["vocab"]["size"] == 24
+  targets = summary["vocab"]["targets"]
+  assert targets["requested"] == targets["size"] == 30
+  assert problem.vocabulary(str(tmp_path), "targets").size == 30
+
+
+def test_summary_report_names_each_vocabulary_and_the_skips():
+  summary = {
+      "problem": "p", "data_dir": "/d",
+      "vocab": {"file": "/d/vocab.p.model", "type": "bpe", "size": 24,
+                "requested": 32, "reused": True,
+                "targets": {"file": "/d/vocab.p.targets.model",
+                            "type": "word", "size": 13, "requested": None,
+                            "reused": False}},
+      "splits": {"train": {
+          "examples": 1200, "input_tokens": 5000, "target_tokens": 6100,
+          "skipped": {"empty line": 3},
+          "skipped_where": {"empty line": ["a:1", "a:5", "a:9"]},
+          "shards": 2, "reused_shards": 1}}}
+  lines = datagen.format_summary(summary).splitlines()
+  assert lines[:3] == [
+      "p -> /d",
+      "  input vocabulary (reused): /d/vocab.p.model, bpe, 24 pieces "
+      "(requested 32)",
+      "  target vocabulary (trained): /d/vocab.p.targets.model, word, "
+      "13 pieces"]
+  row = lines[4].split()
+  assert row[:5] == ["train", "1,200", "5,000", "6,100", "2"]
+  assert lines[4].endswith(" (1 kept)  3 empty line (e.g. a:1; a:5)")

@@ -42,11 +42,23 @@ def test_bracket_f1_of_dev_targets_is_t2t_parse_evals_of_the_mrg():
   expected = parsing_f1.evaluate(outputs, gold)
   assert scores["bracket_f1"] == pytest.approx(100 * expected.f1)
   assert 0 < scores["bracket_f1"] < 100
+  # A lost bracket costs recall, not precision.
+  assert scores["bracket_precision"] == pytest.approx(
+      100 * expected.precision)
+  assert scores["bracket_recall"] == pytest.approx(100 * expected.recall)
+  assert scores["bracket_recall"] < scores["bracket_precision"]
 
 
 def test_exact_match():
   scores = dev_metric.score_outputs(
       get_problem("algorithmic_reverse"), ["3 2 1", "5 4", "9"],
+      [("1 2 3", "3 2 1"), ("4 5", "5 4"), ("8", "8")])
+  assert scores == {"exact_match": pytest.approx(200 / 3)}
+
+
+def test_exact_match_ignores_spacing():
+  scores = dev_metric.score_outputs(
+      get_problem("algorithmic_reverse"), ["3  2 1 ", " 5 4", "9"],
       [("1 2 3", "3 2 1"), ("4 5", "5 4"), ("8", "8")])
   assert scores == {"exact_match": pytest.approx(200 / 3)}
 
@@ -59,3 +71,25 @@ def test_a_plugin_problem_scores_its_own_metric():
   assert scores == {"same_digits": 50.0}
   with pytest.raises(dev_metric.MetricError, match="declares no dev metric"):
     dev_metric.check_metric(get_problem("plugin_sort_digits"))
+
+
+def test_a_mixture_scores_each_member_on_its_untagged_lines():
+  """Each member scores its own lines with their tag removed (the plugin's
+  same_digits reads the source); the mean is over members with lines."""
+  registry.import_usr_dir(PLUGINS)
+  mixture = get_problem("plugin_sort_digits_scored+plugin_copy_digits")
+  sort, copy = "<2plugin_sort_digits_scored>", "<2cp>"
+  pairs = [(f"{sort} 3 1 2", "1 2 3"), (f"{copy} 1 2", "1 2"),
+           (f"{sort} 5 4", "4 5"), (f"{copy} 7", "7"),
+           (f"{sort} 9 8", "8 9")]
+  outputs = ["2 1 3", "1 2", "4", "8", "8 9"]
+  scores = dev_metric.score_outputs(mixture, outputs, pairs)
+  assert scores == {
+      "same_digits/plugin_sort_digits_scored": pytest.approx(200 / 3),
+      "exact_match/plugin_copy_digits": 50.0,
+      "mean": pytest.approx((200 / 3 + 50) / 2)}
+  copy_only = [1, 3]
+  scores = dev_metric.score_outputs(mixture,
+                                    [outputs[i] for i in copy_only],
+                                    [pairs[i] for i in copy_only])
+  assert scores == {"exact_match/plugin_copy_digits": 50.0, "mean": 50.0}
