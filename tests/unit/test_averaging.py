@@ -106,3 +106,13 @@ def test_averages_the_n_best_of_the_best_folder(three_checkpoints, tmp_path):
   with pytest.raises(FileNotFoundError, match="not a folder"):
     averaging.average_checkpoints(output_dir, 1, checkpoint_dir=os.path.join(
         output_dir, "ckpt-30"))
+
+
+@pytest.mark.parametrize("n", [0, -1])
+def test_no_positive_number_of_checkpoints_is_an_error(tmp_path, n):
+  manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=5)
+  paths = [manager.save(checkpoint_number=step) for step in (10, 20, 30)]
+  assert averaging.last_checkpoints(str(tmp_path), 3) == paths
+  with pytest.raises(ValueError, match=f"n={n}: expected a positive number"):
+    averaging.last_checkpoints(str(tmp_path), n)

@@ -81,3 +81,21 @@ def test_the_trainers_steps_are_called_with_one_round(tmp_path):
   # Between the steps (evaluation, checkpoints) the thread's own are back.
   assert _rewrite_options().meta_optimizer_iterations == (
       REWRITER.DEFAULT_NUM_ITERS)
+
+
+def test_one_round_keeps_the_threads_other_options():
+  eager = context.context()
+  own = eager.function_call_options
+  config = config_pb2.ConfigProto(inter_op_parallelism_threads=3)
+  config.graph_options.rewrite_options.constant_folding = REWRITER.OFF
+  eager.function_call_options = context.FunctionCallOptions(
+      executor_type=own.executor_type, config_proto=config)
+  try:
+    with graph_options.one_round():
+      inside = config_pb2.ConfigProto.FromString(
+          eager.function_call_options.config_proto_serialized)
+  finally:
+    eager.function_call_options = own
+  assert inside.inter_op_parallelism_threads == 3
+  assert inside.graph_options.rewrite_options.constant_folding == REWRITER.OFF
+  assert_search_rewrite(inside.graph_options.rewrite_options)

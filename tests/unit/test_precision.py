@@ -269,11 +269,14 @@ def test_the_speedup_is_measured_once_per_machine_and_kept(tmp_path,
   assert len(json.loads((tmp_path / "bfloat16_speedup.json").read_text())) == 2
 
 
+@pytest.mark.parametrize("damaged", ['{"AMD EPYC 9654 (family 25',
+                                     '[{"speedup": 2.1}]'],
+                         ids=["cut_short", "not_an_object"])
 def test_a_damaged_speedup_file_is_named_and_measured_again(
-    tmp_path, monkeypatch, caplog):
+    tmp_path, monkeypatch, caplog, damaged):
   describe = _bf16_cpu_device(monkeypatch, tmp_path, [0.6])
   kept = tmp_path / "bfloat16_speedup.json"
-  kept.write_text('{"AMD EPYC 9654 (family 25')
+  kept.write_text(damaged)
   with caplog.at_level(logging.WARNING):
     assert describe().bfloat16_speedup == 0.6
   assert f"Ignoring {kept}" in caplog.text
@@ -322,3 +325,51 @@ def test_the_machine_line_has_no_peaks():
   assert line.startswith("AMD Ryzen 9 5950X (family 25 model 33), 16 cores, "
                          "avx2 -avx512f -avx512_bf16 -amx_bf16, no GPU, TF ")
   assert "GFLOP/s" not in line
+
+
+def test_cpuinfo_reads_the_first_processor(tmp_path):
+  path = tmp_path / "cpuinfo"
+  path.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9654\n"
+                  "flags\t\t: avx2 avx512f avx512_bf16\n\n"
+                  "processor\t: 1\nmodel name\t: AMD EPYC 9654\n"
+                  "flags\t\t: avx2\n\n")
+  assert hardware.cpuinfo(str(path)) == {
+      "processor": "0", "model name": "AMD EPYC 9654",
+      "flags": "avx2 avx512f avx512_bf16"}
+  assert hardware.cpuinfo(str(tmp_path / "missing")) == {}
+
+
+def test_an_isa_cap_rules_out_the_vnni_flags_it_excludes():
+  alder_lake = {"avx2", "avx_vnni"}
+  sapphire_rapids = {"avx2", "avx512f", "avx_vnni", "avx512_vnni"}
+  assert hardware.usable_cpu_flags(alder_lake, "AVX2_VNNI") == alder_lake
+  assert hardware.usable_cpu_flags(alder_lake, "AVX2") == {"avx2"}
+  assert hardware.usable_cpu_flags(sapphire_rapids, "AVX2_VNNI") == {
+      "avx2", "avx512f", "avx_vnni"}
+  assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE") == {
+      "avx2", "avx512f"}
+  assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_VNNI") == (
+      sapphire_rapids)
+
+
+def test_the_speedup_is_kept_per_set_of_usable_flags():
+  """A CPU whose hypervisor hides AMX is another machine than the same
+  model with AMX."""
+  with_amx = dataclasses.replace(
+      SAPPHIRE_RAPIDS, cpu_flags=SAPPHIRE_RAPIDS.cpu_flags | {"avx512_bf16"})
+  without_amx = dataclasses.replace(
+      with_amx, cpu_flags=with_amx.cpu_flags - {"amx_bf16"})
+  assert bfloat16_check.machine_key(with_amx) != bfloat16_check.machine_key(
+      without_amx)
+  assert "avx2 avx512f avx512_bf16 amx_bf16" in bfloat16_check.machine_key(
+      with_amx)
+
+
+def test_the_speedup_is_the_median_ratio_after_the_warm_up(monkeypatch):
+  """Timings given as data (a real matmul's vary): float32's first
+  products are slow, as on a Xeon virtual machine."""
+  seconds = {"float32": iter([3.0, 3.0, 1.0, 1.2, 1.1]),
+             "bfloat16": iter([0.5] * 5)}
+  monkeypatch.setattr(bfloat16_check, "matmul_timer",
+                      lambda dtype, n: lambda: next(seconds[dtype]))
+  assert bfloat16_check.bfloat16_speedup(pairs=3, warmup_pairs=2) == 2.2

@@ -87,3 +87,15 @@ def test_without_a_budget_every_line_prints():
   clock = FakeClock()
   pacer = progress.LinePacer.for_budget(0, clock)
   assert all(pacer.due() for _ in range(50))
+
+
+def test_the_line_has_the_mean_gradient_norm_and_the_last_learning_rate():
+  clock = FakeClock()
+  window = progress.Window(0, clock=clock)
+  for grad_norm, learning_rate in ((0.5, 1e-3), (1.5, 2e-3), (1.0, 3e-3)):
+    clock.now += 1.0
+    window.add(dict(_step(), grad_norm=grad_norm,
+                    learning_rate=learning_rate))
+  stats = window.stats(3)
+  assert stats["grad_norm"] == pytest.approx(1.0)
+  assert stats["learning_rate"] == 3e-3
