@@ -30,8 +30,9 @@ def bracketed_trees(linearized, sentences):
   Returns:
     tf.string [batch] bracketed trees (the format of `trees.Tree.__str__`).
     Words beyond the tags (an input cut to the model's length) are attached
-    as (XX word) at the end of the root, as `trees.delinearize` repairs; an
-    empty sequence gives (TOP (XX w1) (XX w2) ...); a blank sentence "".
+    as (XX word) at the end of the root, and tags beyond the words are left
+    out, as `trees.delinearize` repairs; an empty sequence gives
+    (TOP (XX w1) (XX w2) ...); a blank sentence "".
   """
   words = escape_words(tf.strings.split(sentences)).to_tensor("")
   tokens = tf.strings.split(linearized)
@@ -41,17 +42,18 @@ def bracketed_trees(linearized, sentences):
   is_tag = valid & (first != "(") & (first != ")")
   tag_number = tf.math.cumsum(tf.cast(is_tag, tf.int32), axis=1) - 1
   num_words = tf.shape(words)[1]
+  row_words = tf.reduce_sum(tf.cast(words != "", tf.int32), axis=1)
   tag_word = tf.gather(words, tf.clip_by_value(tag_number, 0, num_words - 1),
                        batch_dims=1)
   pieces = tf.where(is_tag, "(" + tokens + " " + tag_word + ")",
                     tf.where(first == ")", ")", tokens))
-  trees = tf.strings.reduce_join(tf.ragged.boolean_mask(pieces, valid),
+  kept = valid & ~(is_tag & (tag_number >= row_words[:, tf.newaxis]))
+  trees = tf.strings.reduce_join(tf.ragged.boolean_mask(pieces, kept),
                                  axis=1, separator=" ")
   trees = tf.strings.regex_replace(trees, " \\)", ")")
 
   tags = tf.reduce_sum(tf.cast(is_tag, tf.int32), axis=1)
-  word_valid = tf.sequence_mask(
-      tf.reduce_sum(tf.cast(words != "", tf.int32), axis=1), num_words)
+  word_valid = tf.sequence_mask(row_words, num_words)
   leftover = word_valid & (tf.range(num_words)[tf.newaxis] >=
                            tags[:, tf.newaxis])
   extra = tf.strings.reduce_join(

@@ -158,9 +158,13 @@ def test_a_generic_constraint_is_obeyed_by_both_searches():
 
 
 def test_bracketed_trees_in_graph_match_python():
+  # Rows 5 and 6: more tags than words (the words of another row must not
+  # fill them).
   linearized = ["(S (NP XX XX )NP (VP XX )VP XX )S", "(S XX )S", "",
-                "(S (NP XX )NP )S", "(S XX )S"]
-  sentences = ["The f(x) sat .", "Hi", "two words", "cut off here", "  "]
+                "(S (NP XX )NP )S", "(S XX )S", "(S XX XX )S",
+                "(S XX XX XX )S"]
+  sentences = ["The f(x) sat .", "Hi", "two words", "cut off here", "  ",
+               "Hi", "a b"]
   got = bracketed_trees(tf.constant(linearized),
                         tf.constant(sentences)).numpy()
   got = [t.decode() for t in got]
@@ -169,10 +173,12 @@ def test_bracketed_trees_in_graph_match_python():
   assert got[2] == "(TOP (XX two) (XX words))"
   assert got[3] == "(S (NP (XX cut)) (XX off) (XX here))"
   assert got[4] == ""
+  assert got[5:] == ["(S (XX Hi))", "(S (XX a) (XX b))"]
   parsing = get_problem("parsing_wsj")
-  for text, sentence, tree in zip(linearized[:2] + linearized[3:4],
-                                  sentences[:2] + sentences[3:4],
-                                  got[:2] + got[3:4]):
+  shown = [0, 1, 3, 5, 6]
+  for text, sentence, tree in zip([linearized[i] for i in shown],
+                                  [sentences[i] for i in shown],
+                                  [got[i] for i in shown]):
     assert parsing.postprocess(text, sentence) == tree
     assert next(trees.parse_trees(tree)).words() == [
         trees.escape_word(w) for w in sentence.split()]
