@@ -2,6 +2,7 @@
 import contextlib
 import os
 import shutil
+import threading
 
 # Environment variable naming t2tlite's cache folder (the measured bfloat16
 # speedup, XLA's compiled searches); default $XDG_CACHE_HOME/t2tlite, or
@@ -17,11 +18,17 @@ def cache_folder():
       "t2tlite")
 
 
+def _temporary_name(path):
+  """A name beside `path` that no other process or thread writing `path`
+  at the same time uses (t2t-serve's threads share one process)."""
+  return f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+
+
 def atomic_write_text(path, text):
   """Writes `text` to `path` via a temporary file and a rename, so that a
   reader never sees a half-written file (`path` may be any tf.io.gfile URL)."""
   import tensorflow as tf  # only writers need it; t2t-bleu never loads it
-  tmp = f"{path}.tmp-{os.getpid()}"
+  tmp = _temporary_name(path)
   with tf.io.gfile.GFile(tmp, "w") as f:
     f.write(text)
   tf.io.gfile.rename(tmp, path, overwrite=True)
@@ -32,7 +39,7 @@ def _replaced_whole(path):
   """Yields a temporary name beside the local `path` for the block to
   write; renames it to `path` after the block, or removes it if the block
   or the rename fails."""
-  tmp = f"{path}.tmp-{os.getpid()}"
+  tmp = _temporary_name(path)
   try:
     yield tmp
     os.replace(tmp, path)
