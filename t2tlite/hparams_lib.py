@@ -113,11 +113,19 @@ class HParams:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
   @classmethod
-  def from_json(cls, text):
-    values = json.loads(text)
+  def from_json(cls, text, source="hparams JSON"):
+    """HParams of `text` (`to_json`'s form). Raises ValueError naming
+    `source` (the file read): not a JSON object, or unknown fields."""
+    try:
+      values = json.loads(text)
+    except json.JSONDecodeError as error:
+      raise ValueError(f"{source}: not JSON ({error})") from None
+    if not isinstance(values, dict):
+      raise ValueError(f"{source}: expected a JSON object of hparams")
     unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
     if unknown:
-      raise ValueError(f"hparams JSON has unknown fields: {sorted(unknown)}")
+      raise ValueError(f"{source}: unknown hparams {sorted(unknown)} (written "
+                       f"by another version of t2tlite?)")
     return cls(**values)
 
 

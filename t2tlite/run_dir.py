@@ -163,7 +163,7 @@ def read_run_info(output_dir):
         f"output_dir={output_dir} is not a t2tlite training folder: missing "
         f"{', '.join(missing)} (t2t-trainer writes them when it starts).")
   with tf.io.gfile.GFile(paths[0]) as f:
-    hp = HParams.from_json(f.read())
+    hp = HParams.from_json(f.read(), source=paths[0])
   with tf.io.gfile.GFile(paths[1]) as f:
     run = json.load(f)
   target_vocab_file = paths[2]

@@ -29,7 +29,7 @@ def resolve_hparams(output_dir, hparams_set=None, overrides="",
   saved = None
   if tf.io.gfile.exists(path):
     with tf.io.gfile.GFile(path) as f:
-      saved = HParams.from_json(f.read())
+      saved = HParams.from_json(f.read(), source=path)
   requested = None
   if hparams_set:
     requested = create_hparams(hparams_set, overrides)

@@ -53,9 +53,26 @@ def test_json_round_trip():
   assert HParams.from_json(hp.to_json()) == hp
 
 
-def test_json_with_unknown_field_fails():
-  with pytest.raises(ValueError, match="unknown fields"):
-    HParams.from_json('{"d_model": 4, "colour": "red"}')
+def test_a_new_run_with_overrides_alone_asks_for_its_hparams_set(tmp_path):
+  """Overrides apply to a run's saved hparams; a new output_dir (a child
+  run's too) holds none, so the set must be named."""
+  from t2tlite.train import run_hparams
+  with pytest.raises(ValueError, match=r"hparams_set is required: \S+ holds "
+                     "no hparams.json to continue from"):
+    run_hparams.resolve_hparams(str(tmp_path), None, "d_ff=64")
+
+
+def test_a_run_folders_bad_hparams_json_is_named(tmp_path):
+  from t2tlite.train import run_hparams
+  path = tmp_path / "hparams.json"
+  for text, what in (('{"d_model": 4, "colour": "red"}',
+                      "unknown hparams ['colour']"),
+                     ('{"d_model": 4', "not JSON"),
+                     ('[4]', "expected a JSON object")):
+    path.write_text(text)
+    with pytest.raises(ValueError) as error:
+      run_hparams.resolve_hparams(str(tmp_path), None, None)
+    assert str(error.value).startswith(f"{path}: {what}")
 
 
 def test_base_and_big_match_the_paper():
