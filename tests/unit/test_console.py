@@ -1,5 +1,9 @@
 """The command layer's helpers: library argument names become flag names,
-TensorFlow's start-up notices are told from other stderr lines."""
+TensorFlow's start-up notices are told from other stderr lines, log lines
+are short, modules load at their first use."""
+import os
+import sys
+
 from absl import flags
 import pytest
 
@@ -97,3 +101,75 @@ def test_an_unreadable_flag_file_is_named_by_its_flag(monkeypatch, tmp_path):
   assert str(error.value).startswith(f"--translation={latin1}: not UTF-8")
   latin1.write_text("a\nb\n", encoding="utf-8")
   assert console.read_flag_lines("translation") == ["a", "b"]
+
+
+def test_library_info_records_are_dropped_but_warnings_kept(tmp_path):
+  import logging
+  library = tmp_path / "tensorflow"
+  library.mkdir()
+  drop = quiet._DropLibraryInfo((os.path.join(str(library), ""),))
+  inside = str(library / "checkpoint.py")
+  assert not drop.filter(_record(logging.INFO, "Sharding took 0.1 s",
+                                 inside))
+  assert drop.filter(_record(logging.WARNING, "Deprecated", inside))
+  assert drop.filter(_record(logging.ERROR, "Failed", inside))
+  # The commands' own INFO lines stay.
+  assert drop.filter(_record(logging.INFO, "Planned 857 steps"))
+
+
+def test_lines_printed_while_tensorflow_loads_show_but_notices(capfd):
+  with quiet.filtered_stderr():
+    os.write(2, b"I0000 00:00:1795433238.790204  5997 port.cc:153] oneDNN "
+                b"custom operations are on.\n"
+                b"E0000 00:00:1795433238.790574  5997 op.cc:12] broke\n"
+                b"WARNING: All log messages before absl::InitializeLog() "
+                b"is called are written to STDERR\n"
+                b"UserWarning: a warning of Python's\n")
+  assert capfd.readouterr().err == (
+      "E0000 00:00:1795433238.790574  5997 op.cc:12] broke\n"
+      "UserWarning: a warning of Python's\n")
+
+
+def test_a_log_line_with_an_exception_carries_its_traceback():
+  import logging
+  from t2tlite.bin import log_lines
+  try:
+    raise ValueError("no such checkpoint")
+  except ValueError:
+    record = _record(logging.ERROR, "Decoding failed")
+    record.exc_info = sys.exc_info()
+  lines = log_lines.ShortFormatter().format(record).splitlines()
+  assert lines[0].endswith(" ERROR trainer: Decoding failed")
+  assert lines[1] == "Traceback (most recent call last):"
+  assert lines[-1] == "ValueError: no such checkpoint"
+
+
+@pytest.fixture
+def probe_package(tmp_path, monkeypatch):
+  """A package `lazy_probe` on the import path whose module `child` records
+  each execution in the package's `runs`."""
+  package = tmp_path / "lazy_probe"
+  package.mkdir()
+  (package / "__init__.py").write_text("runs = []\n")
+  (package / "child.py").write_text(
+      "from lazy_probe import runs\nruns.append('child')\nVALUE = 7\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  yield "lazy_probe"
+  for name in ("lazy_probe.child", "lazy_probe"):
+    sys.modules.pop(name, None)
+
+
+def test_a_lazy_module_runs_at_its_first_attribute_read(probe_package):
+  from t2tlite.bin import lazy
+  child = lazy.module("lazy_probe.child")
+  package = sys.modules["lazy_probe"]
+  assert package.runs == [] and package.child is child
+  assert child.VALUE == 7 and package.runs == ["child"]
+
+
+def test_a_module_imported_before_is_not_run_again(probe_package):
+  from t2tlite.bin import lazy
+  import lazy_probe.child
+  assert lazy.module("lazy_probe.child") is lazy_probe.child
+  assert lazy_probe.child.VALUE == 7 and lazy_probe.runs == ["child"]
+  assert sys.modules["lazy_probe.child"] is lazy_probe.child

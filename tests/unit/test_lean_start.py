@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from t2tlite import lean_start, quiet
+from t2tlite import import_hooks, lean_start, quiet
 
 
 def test_hidden_modules_raise_import_error_then_import_again():
@@ -100,3 +100,33 @@ def test_the_collector_is_paused_then_what_was_made_frozen():
     assert not gc.isenabled()
   finally:
     gc.enable()
+
+
+def test_a_failed_first_import_leaves_the_collector_on():
+  with pytest.raises(ImportError):
+    with lean_start.collector_paused_then_frozen():
+      raise ImportError("no tensorflow")
+  assert gc.isenabled()
+
+
+def test_the_first_import_runs_inside_the_context(tmp_path, monkeypatch):
+  # `probe_main` imports `probe_optional` if it can, as Keras imports
+  # matplotlib; both are on the path.
+  (tmp_path / "probe_optional.py").write_text("")
+  (tmp_path / "probe_main.py").write_text(
+      "try:\n  import probe_optional\nexcept ImportError:\n"
+      "  probe_optional = None\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  meta_path = list(sys.meta_path)
+  try:
+    import_hooks.around_first_import(
+        ("probe_main",), lambda: lean_start.hidden(["probe_optional"]))
+    import probe_main
+    assert probe_main.probe_optional is None
+    assert sys.meta_path == meta_path  # the hook stepped aside
+    import probe_optional
+    assert probe_optional.__name__ == "probe_optional"
+  finally:
+    sys.meta_path[:] = meta_path
+    for name in ("probe_main", "probe_optional"):
+      sys.modules.pop(name, None)

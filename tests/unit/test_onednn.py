@@ -39,6 +39,25 @@ def test_nothing_changes_once_tensorflow_is_loaded_or_off_x86():
       onednn.Setting(None, onednn.NOT_X86), None)
 
 
+def test_x86_is_recognised_whatever_its_case():
+  # platform.machine() is "AMD64" on Windows.
+  for machine in ("AMD64", "x86_64", "i686"):
+    assert onednn.decide({}, False, machine)[1] == "1", machine
+
+
+def test_the_value_set_is_marked_for_the_processes_started(monkeypatch):
+  monkeypatch.delenv(ENV, raising=False)
+  monkeypatch.delenv(onednn.MARK_ENV, raising=False)
+  monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
+  monkeypatch.setattr(onednn.platform, "machine", lambda: "x86_64")
+  monkeypatch.setattr(onednn, "_setting", None)
+  assert onednn.set_default() == onednn.Setting("1", onednn.BY_T2TLITE)
+  assert os.environ[ENV] == "1"
+  # A process started now inherits the environment and says who set it.
+  child, value = onednn.decide(dict(os.environ), True, "x86_64")
+  assert (child.source, value) == (onednn.BY_T2TLITE, None)
+
+
 def test_the_log_phrase_says_why():
   assert onednn.describe(True, onednn.Setting("1", onednn.BY_T2TLITE)) == (
       "oneDNN on (default set by t2tlite)")
