@@ -156,6 +156,28 @@ def test_lines_get_the_tag_of_their_language():
     languages.tag_lines(["1 2"], {}, "de")
 
 
+def test_a_line_starts_with_a_tag_only_if_whitespace_follows_it():
+  assert languages.line_language("<2cp>1 2", KNOWN) is None
+  assert languages.tag_lines(["<2cp>1 2"], KNOWN, "cp") == ["<2cp> < 2cp>1 2"]
+  assert languages.line_language("<2cp>", KNOWN) == "cp"
+
+
+def test_a_tagged_line_still_checks_the_language_given_for_it():
+  with pytest.raises(languages.LanguageError,
+                     match="^--source_file=in.txt line 2: unknown "
+                           "target_language 'de'"):
+    languages.tag_lines(["1", "<2cp> 2"], KNOWN, ["cp", "de"],
+                        where="--source_file=in.txt")
+
+
+def test_a_language_error_lists_the_known_languages_sorted():
+  known = {"fr": "<2fr>", "de": "<2de>", "en": "<2en>"}
+  with pytest.raises(languages.LanguageError,
+                     match="unknown target_language 'it': this model knows "
+                           "de, en, fr$"):
+    languages.check_language("it", known)
+
+
 def test_text_that_spells_a_tag_stays_text(mixture, data_dirs):
   """Only the first tag of a line means a language: a known tag's
   characters elsewhere (in a line to decode, or in a sample) are written

@@ -14,7 +14,7 @@ import tensorflow as tf
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
 import train_helpers
 from corpora import read_lines
-from t2tlite.data import pipeline
+from t2tlite.data import autotune, pipeline
 from t2tlite.hparams_lib import create_hparams
 from t2tlite.problem import get_problem
 
@@ -68,6 +68,20 @@ def test_pipelines_are_not_autotuned(multi30k_data):
   for training in (True, False):
     dataset = problem.dataset(str(data_dir), "train", HP, training=training)
     assert dataset.options().autotune.enabled is False
+
+
+def test_per_device_datasets_are_not_autotuned():
+  """tf.distribute's MultiDeviceIterator builds one dataset per device
+  after the pipeline; destroying an autotuned one stalls as well."""
+  from tensorflow.python.data.ops import multi_device_iterator_ops as ops
+  autotune.off_per_device()
+  create = ops._create_device_dataset
+  autotune.off_per_device()  # idempotent
+  assert ops._create_device_dataset is create
+  devices = ops.MultiDeviceIterator(tf.data.Dataset.range(3), ["/cpu:0"])
+  [per_device] = devices._device_iterators
+  assert per_device._dataset.options().autotune.enabled is False
+  assert [int(devices.get_next()[0]) for _ in range(3)] == [0, 1, 2]
 
 
 def test_training_shuffles_the_same_examples(multi30k_data):
