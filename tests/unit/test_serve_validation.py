@@ -1,10 +1,12 @@
-"""t2t-serve's request checks and model-source lookup (no model needed)."""
+"""t2t-serve's request checks, its lifecycle and model-source lookup (no
+model needed)."""
 import json
 import os
 
 import pytest
 
 from t2tlite.serve import validation
+from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.model_source import ModelSource
 
 LIMITS = validation.Limits(max_lines=2, max_line_chars=10)
@@ -98,3 +100,24 @@ def test_search_width_bounds_the_beam_or_the_samples():
                      r"\(--max_beam_size\)"):
     validation.check_search_width(DecodeHParams(
         sampling_temperature=1.0, num_samples=500), limits)
+
+
+def test_lifecycle_takes_requests_only_between_ready_and_draining():
+  lifecycle = Lifecycle()
+  assert lifecycle.not_ready() == "warming up: the model is loading"
+  lifecycle.set_ready()
+  assert lifecycle.not_ready() is None and not lifecycle.draining
+  assert lifecycle.start_draining() and lifecycle.draining
+  assert lifecycle.not_ready() == "draining: the server is stopping"
+  # A second signal finds it draining already (t2t-serve then stops at once).
+  assert not lifecycle.start_draining()
+  assert lifecycle.draining
+
+
+def test_a_server_stopped_while_warming_up_says_it_is_draining():
+  lifecycle = Lifecycle()
+  assert lifecycle.start_draining()
+  assert lifecycle.not_ready() == "draining: the server is stopping"
+  # Ready after all (the warm-up ends): still draining.
+  lifecycle.set_ready()
+  assert lifecycle.not_ready() == "draining: the server is stopping"
