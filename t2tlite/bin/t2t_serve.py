@@ -116,7 +116,7 @@ def _limits():
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 1")
   for name in ("threads", "batch_window_ms", "request_timeout_secs",
-               "drain_secs"):
+               "drain_secs", "busy_timeout_secs"):
     if FLAGS[name].value < 0:
       raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 0")
   if not 0 <= FLAGS.port < 65536:

@@ -9,6 +9,8 @@ from t2tlite.serve import validation
 from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.model_source import ModelSource
 
+import command_flags
+
 LIMITS = validation.Limits(max_lines=2, max_line_chars=10)
 
 
@@ -121,3 +123,14 @@ def test_a_server_stopped_while_warming_up_says_it_is_draining():
   # Ready after all (the warm-up ends): still draining.
   lifecycle.set_ready()
   assert lifecycle.not_ready() == "draining: the server is stopping"
+
+
+@pytest.mark.parametrize("flag, value, expected", [
+    ("max_lines", 0, ">= 1"), ("drain_secs", -1.0, ">= 0"),
+    ("busy_timeout_secs", -1.0, ">= 0"), ("port", 70000, "0..65535")])
+def test_a_serving_limit_out_of_range_is_named(flag, value, expected):
+  with command_flags.command_module("t2tlite.bin.t2t_serve",
+                                    **{flag: value}) as command:
+    with pytest.raises(ValueError) as error:
+      command._limits()
+  assert str(error.value) == f"--{flag}={value}: expected {expected}"
