@@ -3,7 +3,6 @@ errors, progress while training, a plugin model through t2t-trainer and
 t2t-decoder, the decoder's warning on inputs longer than training; and CI
 runs the README's test command."""
 import contextlib
-import importlib
 import io
 import json
 import pathlib
@@ -374,21 +373,6 @@ def old_run_folder(output_dir, folder):
   return folder
 
 
-@contextlib.contextmanager
-def command_module(name):
-  """Yields command module `name` imported in this process; then removes
-  the flags it defined and forgets it (tests/support/command_flags.py), so
-  that a later import of any command defines its flags again."""
-  from absl import flags
-  modules_before, flags_before = set(sys.modules), set(flags.FLAGS)
-  try:
-    yield importlib.import_module(name)
-  finally:
-    for flag in set(flags.FLAGS) - flags_before:
-      delattr(flags.FLAGS, flag)
-    command_flags._forget_command_modules(modules_before)
-
-
 @pytest.fixture(scope="module")
 def plugin_decodes(plugin_run, plugin_loaded, tmp_path_factory):
   """DECODED_LINES decoded: {"new": t2t-decoder, greedy, without
@@ -411,8 +395,9 @@ def plugin_decodes(plugin_run, plugin_loaded, tmp_path_factory):
     old = run_decoding.load_run(str(old_run_folder(output_dir,
                                                    tmp / "old_run")))
     warned = io.StringIO()
-    with command_module("t2tlite.bin.t2t_decoder") as decoder_command, \
-         contextlib.redirect_stderr(warned):
+    with command_flags.command_module(
+        "t2tlite.bin.t2t_decoder") as decoder_command, \
+        contextlib.redirect_stderr(warned):
       decoder_command._LengthWarning(
           old.vocab, old.info.longest_train_example).check(DECODED_LINES)
     decoder = old.decoder(machine.settle(problem_decoding.decode_hparams(

@@ -11,11 +11,13 @@ may define a flag of the same name (t2t-bleu's and t2t-parse-eval's
 t2tlite.bin modules and their flags are removed before the next is
 imported. Nothing is parsed or run: importing a command defines its flags.
 """
+import contextlib
 import importlib
 import json
 import sys
 
 from absl import flags
+from absl.testing import flagsaver
 
 import t2tlite.bin
 
@@ -34,6 +36,28 @@ def _forget_command_modules(before):
     attribute = name.rsplit(".", 1)[1]
     if hasattr(t2tlite.bin, attribute):
       delattr(t2tlite.bin, attribute)
+
+
+@contextlib.contextmanager
+def command_module(name, **flag_values):
+  """Yields command module `name` imported in this process, its flags
+  parsed at their defaults but for `flag_values`; then removes the flags
+  it defined and forgets it, so that a later import of any command defines
+  its flags again."""
+  modules_before, flags_before = set(sys.modules), set(flags.FLAGS)
+  was_parsed = flags.FLAGS.is_parsed()
+  try:
+    module = importlib.import_module(name)
+    if not was_parsed:
+      flags.FLAGS.mark_as_parsed()
+    with flagsaver.flagsaver(**flag_values):
+      yield module
+  finally:
+    if not was_parsed:
+      flags.FLAGS.unparse_flags()
+    for flag in set(flags.FLAGS) - flags_before:
+      delattr(flags.FLAGS, flag)
+    _forget_command_modules(modules_before)
 
 
 def command_flags(modules):

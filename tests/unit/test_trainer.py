@@ -6,20 +6,25 @@ import math
 import os
 import pathlib
 import shutil
+import types
 
+from absl.testing import flagsaver
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import t2tlite
+from t2tlite import problem as problem_lib
 from t2tlite import registry, run_dir
+from t2tlite.bin import console
 from t2tlite.models.transformer import Transformer
 from t2tlite.train import run_hparams
 from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
 from t2tlite.train.config import TrainConfig
 from t2tlite.train.evaluation import EVAL_RESULTS_FILE
+import command_flags
 import train_helpers
 
 # Every flag t2t-trainer documents (tensor2tensor's names).
@@ -414,3 +419,143 @@ def test_a_run_resumed_before_its_plan_continues_the_plan(tmp_path, strategy,
   assert train_helpers.latest_step(output_dir) == 40
   assert trainer.config.plan == plan
   assert json.loads(run_json.read_text())["plan"] == plan.to_json()
+
+
+@pytest.fixture
+def trainer_command():
+  """The t2t-trainer module imported in this process, its flags at their
+  defaults (a test sets them with flagsaver)."""
+  with command_flags.command_module("t2tlite.bin.t2t_trainer") as module:
+    yield module
+
+
+def test_data_dir_may_be_missing_but_not_a_file(trainer_command, tmp_path):
+  check = trainer_command.common_flags.check_data_dir
+  check(str(tmp_path))
+  check(str(tmp_path / "new"))  # --generate_data makes it
+  a_file = tmp_path / "data.txt"
+  a_file.write_text("")
+  with pytest.raises(console.CommandError) as error:
+    check(str(a_file))
+  assert str(error.value).startswith(
+      f"--data_dir={a_file} is a file; expected a folder")
+
+
+def test_a_missing_usr_dir_is_named_by_its_flag(trainer_command, tmp_path):
+  gone = str(tmp_path / "plugins")
+  with flagsaver.flagsaver(t2t_usr_dir=gone):
+    with pytest.raises(FileNotFoundError) as error:
+      trainer_command.common_flags.load_plugins()
+  assert str(error.value).startswith(f"--t2t_usr_dir={gone}: ")
+
+
+def test_longest_train_example_keeps_lengths_up_to_max_length(
+    trainer_command):
+  class Problem:
+
+    def split_stats(self, data_dir, split):
+      assert (data_dir, split) == ("data", "train")
+      return {"lengths": {"3": 40, "8": 2, "9": 1}}
+
+  longest = trainer_command._longest_train_example
+  assert longest(Problem(), "data", types.SimpleNamespace(max_length=8)) == 8
+  assert longest(Problem(), "data", types.SimpleNamespace(max_length=7)) == 3
+  assert longest(Problem(), "data",
+                 types.SimpleNamespace(max_length=2)) is None
+
+
+def test_data_vocabulary_follows_the_warm_start_parent(trainer_command):
+  vocab_from = trainer_command._vocab_from
+  parent = types.SimpleNamespace(run_folder="/runs/parent", map_vocab=False,
+                                 checkpoint="/runs/parent/ckpt-5")
+  assert vocab_from(None) is None
+  assert vocab_from(parent) == "/runs/parent"
+  # A mapped vocabulary: the run trains one of its own.
+  mapped = types.SimpleNamespace(**{**vars(parent), "map_vocab": True})
+  assert vocab_from(mapped) is None
+  with flagsaver.flagsaver(vocab_from="/runs/other"):
+    assert vocab_from(parent) == "/runs/other"
+    assert vocab_from(None) == "/runs/other"
+
+
+def test_warm_start_options_need_warm_start_from(trainer_command, tmp_path):
+  parent_of = trainer_command._warm_start_parent
+  assert parent_of(str(tmp_path)) is None
+  for option in ({"warm_start_variables": "encoder"},
+                 {"warm_start_map_vocab": True}):
+    with flagsaver.flagsaver(**option):
+      with pytest.raises(console.CommandError,
+                         match="need --warm_start_from"):
+        parent_of(str(tmp_path))
+
+
+def test_a_restart_continues_the_saved_plan(trainer_command, tmp_path):
+  from t2tlite.train import budget
+  budget_of = trainer_command._budget
+  # No plan yet: the flags, else the first start's (a restart before it
+  # planned), else a run by steps.
+  fresh = str(tmp_path / "fresh")
+  with flagsaver.flagsaver(train_minutes=5.0, train_steps=70):
+    assert budget_of(fresh, {}) == (5.0, 70, None)
+  saved = {"train_minutes": 4.0, "train_steps": 60}
+  assert budget_of(fresh, saved) == (4.0, 60, None)
+  with flagsaver.flagsaver(train_steps=30):
+    assert budget_of(fresh, saved) == (0.0, 0, None)
+  assert budget_of(fresh, {}) == (0.0, 0, None)
+  output_dir = tmp_path / "run"
+  output_dir.mkdir()
+  (output_dir / "run.json").write_text("{}")
+  plan = budget.Plan(train_minutes=4.0, train_steps=40, planned_at_step=8,
+                     planned_after_seconds=10.0, step_seconds=0.1,
+                     eval_seconds=0.0, cooldown_steps=10, max_steps=60)
+  run_dir.record_plan(str(output_dir), plan.to_json())
+  assert budget_of(str(output_dir), saved) == (4.0, 60, plan)
+  with flagsaver.flagsaver(train_minutes=4.0):
+    assert budget_of(str(output_dir), saved) == (4.0, 60, plan)
+  with flagsaver.flagsaver(train_minutes=2.0):
+    with pytest.raises(console.CommandError, match="leave out --train_minutes"):
+      budget_of(str(output_dir), saved)
+  with flagsaver.flagsaver(train_steps=80):
+    with pytest.raises(console.CommandError,
+                       match="--train_steps cannot change it"):
+      budget_of(str(output_dir), saved)
+
+
+def test_evaluation_flags_are_checked_before_training(trainer_command):
+  class Problem:
+    name = "no_metric"
+    metric = None
+    has_dev = True
+
+    def shard_files(self, data_dir, split):
+      assert split == "dev"
+      if not self.has_dev:
+        raise problem_lib.DataError(f"no dev files in {data_dir}")
+      return [f"{data_dir}/dev-00000-of-00001"]
+
+  check = trainer_command._check_evaluation
+  problem = Problem()
+  check(problem, "data")  # the defaults need no metric
+  with flagsaver.flagsaver(schedule="train"):
+    check(problem, "data")
+  with flagsaver.flagsaver(schedule="train", early_stopping_patience=3):
+    with pytest.raises(console.CommandError,
+                       match="--early_stopping_patience needs "
+                             "--schedule=train_and_evaluate"):
+      check(problem, "data")
+  for option in ({"keep_best_checkpoints": 2}, {"export_best": True},
+                 {"early_stopping_patience": 3}):
+    with flagsaver.flagsaver(**option):
+      with pytest.raises(console.CommandError,
+                         match="problem no_metric declares no dev metric"):
+        check(problem, "data")
+    with flagsaver.flagsaver(dev_metric=False, **option):
+      with pytest.raises(console.CommandError, match="need --dev_metric"):
+        check(problem, "data")
+  problem.has_dev = False
+  with pytest.raises(console.CommandError,
+                     match="--schedule=train_and_evaluate evaluates on dev, "
+                           "but no dev files"):
+    check(problem, "data")
+  with flagsaver.flagsaver(schedule="train"):
+    check(problem, "data")
