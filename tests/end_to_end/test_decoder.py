@@ -13,6 +13,7 @@ from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 
+import command_flags
 import host
 from outputs_differ import assert_outputs_differ
 from run_folder import multi30k_lines, needs_multi30k
@@ -294,3 +295,37 @@ def test_t2t_decoder_target_prefix_file(trained, tmp_path):
   assert stderr.strip().splitlines()[-1] == (
       f"t2t-decoder: error: --target_prefix_file={short_file}: 1 lines, "
       "expected one per --decode_from_file line (4)")
+
+
+def test_output_line_of_beams_and_of_a_blank_input():
+  def upper(text, source):
+    assert source == "A dog."
+    return text.upper()
+
+  with command_flags.command_module("t2tlite.bin.t2t_decoder") as command:
+    assert command._output_line("ein hund", -1.0, "A dog.", upper,
+                                False) == "EIN HUND"
+    # Every beam postprocessed, each followed by its score.
+    assert command._output_line(["ein hund", "hund"], [-1.23456, -2.5],
+                                "A dog.", upper, True) == (
+        "EIN HUND\t-1.2346\tHUND\t-2.5000")
+    # A blank input gives an empty line, not its (empty) beams.
+    for blank in ("", "   "):
+      assert command._output_line(["", ""], [0.0, 0.0], blank, upper,
+                                  True) == ""
+
+
+def test_read_input_wants_one_prefix_a_line(tmp_path):
+  source, prefix_file = tmp_path / "in.en", tmp_path / "prefix.de"
+  source.write_text("A dog.\nTwo men.\n", encoding="utf-8")
+  prefix_file.write_text("Ein\n", encoding="utf-8")
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_decoder", decode_from_file=str(source),
+                          target_prefix_file=str(prefix_file)) as command:
+    with pytest.raises(ValueError) as error:
+      command._read_input()
+    assert str(error.value) == (
+        f"--target_prefix_file={prefix_file}: 1 lines, expected one per "
+        "--decode_from_file line (2)")
+    prefix_file.write_text("Ein\n\n", encoding="utf-8")
+    assert command._read_input() == (["A dog.", "Two men."], ["Ein", ""])

@@ -5,6 +5,7 @@ PredictionService on 127.0.0.1 that runs the exported SavedModel through the
 TF1 loader (tests/support/serving_stand_in.py) stands in for it.
 """
 import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from t2tlite.decode.machine import settle  # noqa: E402
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 from t2tlite.export import query  # noqa: E402
 
+import command_flags  # noqa: E402
 from run_folder import multi30k_lines  # noqa: E402
 import serving_stand_in  # noqa: E402
 from shared_export import DECODE, exported_run_folder  # noqa: E402
@@ -181,3 +183,15 @@ def test_t2t_query_command(served):
       f"t2t-query: error: --server={address} --servable_name=missing: "
       f"{ERROR_CODE.name}: {ERROR_DETAILS}")
   assert "Traceback" not in missing_err
+
+
+def test_query_lines_of_inputs_once_and_of_stdin(monkeypatch):
+  monkeypatch.setattr(sys, "stdin", io.StringIO("  A dog. \n\nTwo men."))
+  with command_flags.command_module("t2tlite.bin.t2t_query") as command:
+    # Each line as typed, spaces kept; an empty line is sent too.
+    assert list(command._lines()) == ["  A dog. ", "", "Two men."]
+  # --inputs_once is sent once, even empty; standard input is not read.
+  for text in ("A cat.", ""):
+    with command_flags.command_module(
+      "t2tlite.bin.t2t_query", inputs_once=text) as command:
+      assert list(command._lines()) == [text]

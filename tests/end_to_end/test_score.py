@@ -5,12 +5,15 @@ import sys
 
 import pytest
 
-from t2tlite.decode.scoring import Scorer
+import t2tlite
+from t2tlite.decode.scoring import PairScore, Scorer
+
+import command_flags
 
 from outputs_differ import assert_outputs_differ
 from run_folder import multi30k_lines, needs_multi30k
 from shared_run import shared_trained_run
-from train_helpers import user_env
+from train_helpers import TINY_HPARAMS, user_env
 
 pytestmark = needs_multi30k
 
@@ -83,3 +86,42 @@ def test_t2t_score_bad_pairs_fail_with_one_line(trained, tmp_path, targets,
   assert __import__("re").search(message, error), error
   assert not out.exists()
 
+
+def test_scores_line_holds_total_normalized_and_tokens():
+  score = PairScore(total=-6.0, normalized=-2.0, tokens=[-1.0, -2.5, -2.5])
+  with command_flags.command_module("t2tlite.bin.t2t_score") as command:
+    assert command.format_line(score, per_token=False) == (
+        "-6.000000\t-2.000000")
+    assert command.format_line(score, per_token=True) == (
+        "-6.000000\t-2.000000\t-1.000000 -2.500000 -2.500000")
+
+
+def test_empty_pair_line_is_named_before_the_model_loads(tmp_path):
+  source = write(tmp_path / "s", ["a", "b", "c"])
+  target = write(tmp_path / "t", ["x", "   ", "z"])
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_score", source_file=str(source), target_file=str(target),
+                        scores_file=str(tmp_path / "out")) as command:
+    with pytest.raises(ValueError) as error:
+      command._read_pairs()
+    assert str(error.value).startswith(f"--target_file={target} line 2 is "
+                                       "empty")
+    write(tmp_path / "t", ["x", "y", "z"])
+    assert command._read_pairs() == (["a", "b", "c"], ["x", "y", "z"])
+
+
+def test_learned_positions_limit_the_pair_length(tmp_path):
+  hp = t2tlite.create_hparams("transformer_tiny", TINY_HPARAMS +
+                              ",max_length=4,position_encoding=learned")
+  model = t2tlite.build_model(hp, 20)
+  target = str(tmp_path / "t")
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_score", source_file=str(tmp_path / "s"),
+                        target_file=target) as command:
+    # Four tokens (EOS included) fit; five do not.
+    command._check_lengths(model, [[5, 6, 7, 1]], [[5, 6, 7, 1]])
+    with pytest.raises(ValueError) as error:
+      command._check_lengths(model, [[5, 1]], [[5, 1], [5, 6, 7, 8, 1]])
+  assert str(error.value).startswith(
+      f"--target_file={target} line 2 has 5 tokens (EOS included); this "
+      "model has learned positions for at most 4")

@@ -1,6 +1,7 @@
 """Checkpoint averaging gives the element-wise mean of the model variables,
 of a run's newest checkpoints or of the best ones kept in OUTPUT_DIR/best."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from t2tlite import run_dir
 from t2tlite.train import averaging
 from t2tlite.train import best as best_lib
 from t2tlite.train.schedules import build_optimizer
+import command_flags
 import train_helpers
 
 
@@ -116,3 +118,27 @@ def test_no_positive_number_of_checkpoints_is_an_error(tmp_path, n):
   assert averaging.last_checkpoints(str(tmp_path), 3) == paths
   with pytest.raises(ValueError, match=f"n={n}: expected a positive number"):
     averaging.last_checkpoints(str(tmp_path), n)
+
+
+def test_command_averages_the_folder_checkpoint_path_names(
+    three_checkpoints, tmp_path, capsys):
+  source, saved = three_checkpoints
+  output_dir = str(tmp_path / "run")
+  shutil.copytree(source, output_dir,
+                  ignore=shutil.ignore_patterns("averaged", "best"))
+  best_dir = os.path.join(output_dir, "best")
+  for step, value in ((10, 3.0), (20, 1.0), (30, 2.0)):
+    best_lib.keep_best(output_dir, os.path.join(output_dir, f"ckpt-{step}"),
+                       step, "exact_match", value, {}, keep=2)
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_avg_checkpoints", output_dir=output_dir, n=2,
+                                  checkpoint_path=best_dir) as command:
+    command._run()
+  prefix = capsys.readouterr().out.strip()
+  assert prefix == os.path.join(output_dir, "averaged", "ckpt-30")
+  # The two best (10 and 30), not the newest two (20 and 30).
+  model, _, _ = run_dir.load_trained_model(output_dir, checkpoint_path=prefix)
+  for i, weight in enumerate(model.weights):
+    np.testing.assert_allclose(weight.numpy(),
+                               (saved[10][i] + saved[30][i]) / 2, rtol=1e-6,
+                               atol=1e-6)

@@ -7,6 +7,7 @@ import sys
 import pytest
 import sacrebleu
 
+import command_flags
 from corpora import SHARED_DATA
 
 from t2tlite.data import trees
@@ -153,6 +154,21 @@ def test_t2t_bleu_expands_a_leading_tilde(tmp_path):
   assert run.returncode == 0, run.stderr[-2000:]
   assert run.stdout.splitlines()[0] == str(
       sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES]))
+
+
+def test_t2t_bleu_misaligned_reference_names_both_flags(tmp_path):
+  hyp = write(tmp_path / "hyp", TRANSLATIONS)
+  short = write(tmp_path / "short", REFERENCES[:3])
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_bleu", translation=hyp, reference=short,
+                       tokenized_reference=short) as command:
+    for flag in ("reference", "tokenized_reference"):
+      with pytest.raises(ValueError) as error:
+        command.read_reference(flag, TRANSLATIONS)
+      assert str(error.value).startswith(
+          f"--translation={hyp} has 4 lines but --{flag}={short} has 3")
+    assert command.read_reference("reference", TRANSLATIONS[:3]) == (
+        REFERENCES[:3])
 
 
 def test_misaligned_files_fail_naming_both(tmp_path):
