@@ -321,7 +321,7 @@ def test_read_input_wants_one_prefix_a_line(tmp_path):
   prefix_file.write_text("Ein\n", encoding="utf-8")
   with command_flags.command_module(
       "t2tlite.bin.t2t_decoder", decode_from_file=str(source),
-                          target_prefix_file=str(prefix_file)) as command:
+      target_prefix_file=str(prefix_file)) as command:
     with pytest.raises(ValueError) as error:
       command._read_input()
     assert str(error.value) == (

@@ -192,6 +192,6 @@ def test_query_lines_of_inputs_once_and_of_stdin(monkeypatch):
     assert list(command._lines()) == ["  A dog. ", "", "Two men."]
   # --inputs_once is sent once, even empty; standard input is not read.
   for text in ("A cat.", ""):
-    with command_flags.command_module(
-      "t2tlite.bin.t2t_query", inputs_once=text) as command:
+    with command_flags.command_module("t2tlite.bin.t2t_query",
+                                      inputs_once=text) as command:
       assert list(command._lines()) == [text]

@@ -100,8 +100,8 @@ def test_empty_pair_line_is_named_before_the_model_loads(tmp_path):
   source = write(tmp_path / "s", ["a", "b", "c"])
   target = write(tmp_path / "t", ["x", "   ", "z"])
   with command_flags.command_module(
-      "t2tlite.bin.t2t_score", source_file=str(source), target_file=str(target),
-                        scores_file=str(tmp_path / "out")) as command:
+      "t2tlite.bin.t2t_score", source_file=str(source),
+      target_file=str(target), scores_file=str(tmp_path / "out")) as command:
     with pytest.raises(ValueError) as error:
       command._read_pairs()
     assert str(error.value).startswith(f"--target_file={target} line 2 is "
@@ -117,7 +117,7 @@ def test_learned_positions_limit_the_pair_length(tmp_path):
   target = str(tmp_path / "t")
   with command_flags.command_module(
       "t2tlite.bin.t2t_score", source_file=str(tmp_path / "s"),
-                        target_file=target) as command:
+      target_file=target) as command:
     # Four tokens (EOS included) fit; five do not.
     command._check_lengths(model, [[5, 6, 7, 1]], [[5, 6, 7, 1]])
     with pytest.raises(ValueError) as error:

@@ -132,7 +132,7 @@ def test_command_averages_the_folder_checkpoint_path_names(
                        step, "exact_match", value, {}, keep=2)
   with command_flags.command_module(
       "t2tlite.bin.t2t_avg_checkpoints", output_dir=output_dir, n=2,
-                                  checkpoint_path=best_dir) as command:
+      checkpoint_path=best_dir) as command:
     command._run()
   prefix = capsys.readouterr().out.strip()
   assert prefix == os.path.join(output_dir, "averaged", "ckpt-30")

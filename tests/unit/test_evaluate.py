@@ -161,7 +161,7 @@ def test_t2t_bleu_misaligned_reference_names_both_flags(tmp_path):
   short = write(tmp_path / "short", REFERENCES[:3])
   with command_flags.command_module(
       "t2tlite.bin.t2t_bleu", translation=hyp, reference=short,
-                       tokenized_reference=short) as command:
+      tokenized_reference=short) as command:
     for flag in ("reference", "tokenized_reference"):
       with pytest.raises(ValueError) as error:
         command.read_reference(flag, TRANSLATIONS)
