@@ -55,8 +55,11 @@ def text_digest(path, gzipped=None):
 
 def mismatch(path, expected, gzipped=None):
   """Why the file at `path` is not the `Expected` one, or None if it is
-  (`gzipped` as in `text_digest`)."""
-  lines, sha256 = text_digest(path, gzipped)
+  (`gzipped` as in `text_digest`; a .gz cut short is not)."""
+  try:
+    lines, sha256 = text_digest(path, gzipped)
+  except DataError as error:
+    return str(error).rstrip(".")
   if lines != expected.lines:
     return f"{lines} lines, expected {expected.lines}"
   if expected.sha256 and sha256 != expected.sha256:
@@ -80,7 +83,7 @@ def fetch(url, path, expected, timeout=60):
     DataError: one line naming the URL: the server failed or refused, the
       download stopped short, or the file is not the expected one.
   """
-  if os.path.exists(path) and _is_correct(path, expected):
+  if os.path.exists(path) and mismatch(path, expected) is None:
     return path
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   partial = f"{path}.part"
@@ -96,15 +99,6 @@ def fetch(url, path, expected, timeout=60):
     if os.path.exists(partial):
       os.remove(partial)
   return path
-
-
-def _is_correct(path, expected):
-  """Whether the file at `path` is the `Expected` one; a damaged .gz (a
-  download cut short by an earlier version, a full disk) is not."""
-  try:
-    return mismatch(path, expected) is None
-  except DataError:
-    return False
 
 
 def _download(url, partial, timeout):

@@ -232,6 +232,16 @@ def test_a_wrong_copy_is_fetched_again_and_a_right_one_is_kept(tmp_path):
     download.fetch(f"{url}/a.de.gz", str(path), expected)
     assert requests == ["/a.de.gz"]
   assert gzip.decompress(path.read_bytes()) == text
+  # A server's file cut short is refused, naming its URL; nothing is kept.
+  (served / "b.de.gz").write_bytes(gzip.compress(text)[:-6])
+  with serving(served) as (url, _):
+    with pytest.raises(DataError) as error:
+      download.fetch(f"{url}/b.de.gz", str(tmp_path / "tmp" / "b.de.gz"),
+                     expected)
+  assert str(error.value).startswith(
+      f"Downloaded {url}/b.de.gz is not the published file (")
+  assert "not a complete gzip file" in str(error.value)
+  assert sorted(p.name for p in path.parent.iterdir()) == ["a.de.gz"]
 
 
 def test_offline_download_names_the_ways_without_it_and_leaves_nothing(
