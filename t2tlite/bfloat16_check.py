@@ -17,7 +17,6 @@ import datetime
 import json
 import os
 import statistics
-import tempfile
 import time
 
 from absl import logging
@@ -77,14 +76,8 @@ def _keep(path, key, entry):
   # figure during the half-second measurement.
   kept = _read_kept(path)
   kept[key] = entry
-  handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
-  try:
-    with os.fdopen(handle, "w") as f:
-      json.dump(kept, f, indent=1, sort_keys=True)
-    os.replace(temporary, path)
-  except BaseException:
-    os.unlink(temporary)
-    raise
+  files.atomic_write_bytes(
+      path, json.dumps(kept, indent=1, sort_keys=True).encode("utf-8"))
 
 
 def with_kept_speedup(device, remeasure=False):

@@ -19,6 +19,7 @@ import tensorflow_text as tf_text
 from tensorflow_text.python.ops.sentencepiece_tokenizer import (
     gen_sentencepiece_tokenizer)
 
+from t2tlite import files
 from t2tlite.ids import EOS_ID, PAD_ID, UNK_ID  # noqa: F401  (re-exported)
 
 MODEL_TYPES = ("bpe", "unigram", "word")
@@ -101,15 +102,8 @@ def train_sentencepiece(texts_fn, path, vocab_size, model_type="bpe",
         size = needed
         continue
       raise
-  _write_atomically(path, model.getvalue())
+  files.atomic_write_bytes(path, model.getvalue())
   return spm.SentencePieceProcessor(model_proto=model.getvalue()).vocab_size()
-
-
-def _write_atomically(path, data):
-  tmp = path + ".incomplete"
-  with open(tmp, "wb") as f:
-    f.write(data)
-  os.replace(tmp, path)
 
 
 class _SharedSentencepieceModel(tf.saved_model.experimental.TrackableResource):

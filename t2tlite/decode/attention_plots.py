@@ -10,6 +10,7 @@ with the target piece each position predicts; decoder self-attention columns
 with the decoder inputs (the start symbol <s>, then the target shifted right).
 """
 import html
+import io
 import os
 
 import matplotlib
@@ -103,9 +104,9 @@ def plot_heatmap(weights, rows, columns, title, path):
   ax.set_ylabel("queries")
   ax.set_title(title, fontsize=9)
   fig.tight_layout()
-  tmp = f"{path}.tmp-{os.getpid()}"
-  fig.savefig(tmp, format="png", dpi=100)
-  os.replace(tmp, path)
+  png = io.BytesIO()
+  fig.savefig(png, format="png", dpi=100)
+  files.atomic_write_bytes(path, png.getvalue())
 
 
 def write_plots(all_maps, plot_dir):
