@@ -19,10 +19,14 @@ def module(name):
     name: a full module name, such as "t2tlite.problem".
   Returns:
     the module (already loaded, if something imported it before).
+  Raises:
+    ModuleNotFoundError: no module `name` (at once, as `import` would).
   """
   if name in sys.modules:
     return sys.modules[name]
   spec = importlib.util.find_spec(name)
+  if spec is None:
+    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
   loader = importlib.util.LazyLoader(spec.loader)
   spec.loader = loader
   loaded = importlib.util.module_from_spec(spec)

@@ -173,3 +173,11 @@ def test_a_module_imported_before_is_not_run_again(probe_package):
   assert lazy.module("lazy_probe.child") is lazy_probe.child
   assert lazy_probe.child.VALUE == 7 and lazy_probe.runs == ["child"]
   assert sys.modules["lazy_probe.child"] is lazy_probe.child
+
+
+def test_a_misspelt_lazy_module_is_not_found_at_once(probe_package):
+  from t2tlite.bin import lazy
+  with pytest.raises(ModuleNotFoundError,
+                     match="No module named 'lazy_probe.chlid'"):
+    lazy.module("lazy_probe.chlid")
+  assert "lazy_probe.chlid" not in sys.modules
