@@ -4,18 +4,20 @@
 # pytest-xdist workers and every Python process the tests start measured
 # too (coverage's `patch = subprocess`), their data combined.
 #
-#   bench/suite_coverage.sh CHECKOUT OUT_DIR
+#   bench/suite_coverage.sh CHECKOUT OUT_DIR [PYTEST_ARG ...]
 #
 # CHECKOUT is the tree to measure, installed (`pip install -e
 # 'CHECKOUT[test,serving]'`; an older commit's tree works the same); needs
 # coverage >= 7.10 (`pip install coverage`). Writes OUT_DIR/pytest.log,
 # report.txt (per file) and coverage.json, and prints the total line.
+# PYTEST_ARGs follow the README's command (`--ignore=tests/unit/x.py` to
+# measure a part of the suite).
 # Processes killed by a signal (the fault tests' SIGKILL) or started with a
 # cleaned environment leave no data: the same for every commit measured.
 # Coverage slows Python code, so compare runs of this script, not its
 # times with the plain suite's.
 set -euo pipefail
-usage="usage: bench/suite_coverage.sh CHECKOUT OUT_DIR"
+usage="usage: bench/suite_coverage.sh CHECKOUT OUT_DIR [PYTEST_ARG ...]"
 checkout=$(cd "${1:?$usage}" && pwd)
 mkdir -p "${2:?$usage}"
 out=$(cd "$2" && pwd)
@@ -33,7 +35,7 @@ cd "$checkout"
 export TF_CPP_MIN_LOG_LEVEL=2 T2TLITE_REQUIRE_ALL=1
 export COVERAGE_RCFILE="$out/coveragerc"
 status=0
-python -m coverage run -m pytest -q -p no:cacheprovider \
+python -m coverage run -m pytest -q -p no:cacheprovider "${@:3}" \
   > "$out/pytest.log" 2>&1 || status=$?
 python -m coverage combine -q
 python -m coverage report --precision=2 > "$out/report.txt"
