@@ -122,6 +122,64 @@ def test_table3_rows_differ_from_base_only_as_listed(name):
   assert changed == TABLE3[name]
 
 
+# The other built-in sets: (the set they build on, the fields their
+# docstrings change), section 6's sets as the paper gives them.
+RECIPES = {
+    "transformer_big": ("transformer_base", dict(
+        d_model=1024, d_ff=4096, num_heads=16, dropout=0.3,
+        train_steps=300000)),
+    "transformer_big_enfr": ("transformer_big", dict(dropout=0.1)),
+    "transformer_parsing": ("transformer_base", dict(
+        num_layers=4, d_model=1024, d_k=128, d_v=128, dropout=0.2,
+        attention_dropout=0.2, max_length=512, warmup_steps=16000)),
+    "transformer_tiny": ("transformer_base", dict(
+        num_layers=2, d_model=64, d_ff=256, num_heads=4, d_k=16, d_v=16,
+        norm_position="pre", dropout=0.0, max_length=64, batch_size=1024,
+        warmup_steps=400, learning_rate_scale=0.25, train_steps=3000,
+        learning_rate_cooldown_steps=1000)),
+    "transformer_tiny_quick": ("transformer_tiny", dict(
+        warmup_steps=200, learning_rate_scale=0.6,
+        learning_rate_cooldown_steps=400, train_steps=1000)),
+    "transformer_small": ("transformer_base", dict(
+        num_layers=3, d_model=256, d_ff=1024, num_heads=4, dropout=0.3,
+        max_length=128, warmup_steps=1000, train_steps=5000)),
+    "transformer_parsing_small": ("transformer_small", dict(
+        norm_position="pre", dropout=0.2, max_length=320, batch_size=2048,
+        warmup_steps=400, learning_rate_cooldown_steps=3000,
+        train_steps=13000)),
+    "transformer_parsing_pointer": ("transformer_parsing_small", dict(
+        word_pointer=True, train_steps=7000)),
+    "transformer_multi30k": ("transformer_small", dict(
+        dropout=0.2, warmup_steps=800, learning_rate_cooldown_steps=2000)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipe_sets_differ_from_their_parent_only_as_documented(name):
+  parent, changes = RECIPES[name]
+  before = t2tlite.create_hparams(parent).to_dict()
+  row = t2tlite.create_hparams(name).to_dict()
+  assert {k: v for k, v in row.items() if before[k] != v} == changes
+
+
+def test_every_built_in_set_is_in_a_table_of_its_values():
+  built_in = [name for name in registry.hparams_sets.names()
+              if registry.hparams_sets.get(name).__module__ ==
+              "t2tlite.hparams.transformer"]
+  assert sorted(built_in) == sorted(
+      ["transformer_base", *TABLE3, *RECIPES])
+
+
+def test_heads_split_d_model_except_in_table3_row_b():
+  """h*d_k = h*d_v = d_model in every built-in set (section 3.2.2) but the
+  (B) rows, which shrink only d_k."""
+  for name in ["transformer_base", *TABLE3, *RECIPES]:
+    hp = t2tlite.create_hparams(name)
+    assert hp.num_heads * hp.d_v == hp.d_model, name
+    if not name.startswith("transformer_base_b"):
+      assert hp.num_heads * hp.d_k == hp.d_model, name
+
+
 def test_every_named_set_is_valid():
   for name in registry.hparams_sets.names():
     assert isinstance(t2tlite.create_hparams(name), HParams)

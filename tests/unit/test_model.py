@@ -1,4 +1,5 @@
 """The Transformer model: parameter counts, masks, cached decoding, configs."""
+import dataclasses
 import functools
 
 import keras
@@ -68,8 +69,9 @@ def tiny(overrides="", vocab=40, seed=1):
   return t2tlite.build_model(hp, vocab)
 
 
-VARIANTS = ["", "norm_position=pre", "position_encoding=learned",
-            "d_k=16,d_v=24"]
+# transformer_tiny is pre-norm: the paper's post-norm is named.
+VARIANTS = ["norm_position=post", "norm_position=pre",
+            "position_encoding=learned", "d_k=16,d_v=24"]
 
 
 @pytest.fixture(scope="module")
@@ -382,6 +384,16 @@ def test_config_from_hparams_and_dict_form():
   assert (config.d_model, config.d_v) == (hp.d_model, 24)
   assert TransformerConfig.coerce(config.to_dict()) == config
   assert Transformer.from_hparams(hp, 40).config == config
+
+
+def test_config_cannot_change_under_a_built_model():
+  """The model reads its config when called (norm_position), after its
+  layers were built from it: changing it would mismatch them."""
+  config = TransformerConfig.from_hparams(
+      t2tlite.create_hparams("transformer_tiny"))
+  with pytest.raises(dataclasses.FrozenInstanceError):
+    config.norm_position = "post"
+  assert hash(config) == hash(TransformerConfig.coerce(config.to_dict()))
 
 
 def test_separate_target_vocabulary():
