@@ -244,6 +244,31 @@ def test_a_wrong_copy_is_fetched_again_and_a_right_one_is_kept(tmp_path):
   assert sorted(p.name for p in path.parent.iterdir()) == ["a.de.gz"]
 
 
+def test_a_failed_download_keeps_what_it_fetched_for_the_retry(release,
+                                                              tmp_path):
+  folder, expected = release
+  late = multi30k.tokenized_file("test_2016_flickr", "de")
+  served = _served_copy(folder, tmp_path / "served",
+                        lambda name, data: None if name == late else data)
+  tmp_dir = tmp_path / "tmp"
+  _failing_download(served, expected, tmp_dir, late)
+  with serving(folder) as (url, requests):
+    problem = multi30k.TranslateEndeMulti30k(base_url=url, release=expected)
+    assert problem.available_splits(str(tmp_dir)) == problem.splits
+  assert requests == [f"/{late}"]
+  assert sorted(p.name for p in tmp_dir.iterdir()) == ["multi30k"]
+
+
+def test_a_download_as_raw_data_dir_leaves_nothing_out(downloaded, caplog):
+  _, tmp_dir, _, _ = downloaded
+  problem = get_problem("translate_ende_multi30k")
+  caplog.set_level("INFO", logger="absl")
+  assert problem.available_splits(
+      str(tmp_dir), str(tmp_dir / "multi30k" / "raw")) == problem.splits
+  messages = [r.getMessage() for r in caplog.records]
+  assert not [m for m in messages if m.startswith("Left out")], messages
+
+
 def test_offline_download_names_the_ways_without_it_and_leaves_nothing(
     tmp_path):
   problem = multi30k.TranslateEndeMulti30k(base_url="http://127.0.0.1:9")
@@ -259,6 +284,9 @@ def test_url_from_the_environment(monkeypatch):
   monkeypatch.setenv(multi30k.URL_VARIABLE, "http://127.0.0.1:9/m30k/")
   assert get_problem("translate_enfr_multi30k").base_url == (
       "http://127.0.0.1:9/m30k")
+  # An explicit base_url wins over the environment.
+  assert multi30k.TranslateEnfrMulti30k(
+      base_url="http://127.0.0.1:8/own").base_url == "http://127.0.0.1:8/own"
   monkeypatch.delenv(multi30k.URL_VARIABLE)
   assert get_problem("translate_enfr_multi30k").base_url == (
       multi30k.MULTI30K_URL)

@@ -5,9 +5,10 @@ import os
 import pytest
 
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
+import command_flags
 from corpora import shared_corpus
 from t2tlite.data import trees
-from t2tlite.data.samples import DataError
+from t2tlite.data.samples import DataError, Skipped
 from t2tlite.data.vocab import UNK_ID
 from t2tlite.problem import get_problem
 from t2tlite.problems import parsing
@@ -169,3 +170,68 @@ def test_parsing_datagen_and_postprocess(tmp_path):
   assert complete > 0.9 * len(pairs)
   reverse = get_problem("parsing_wsj_rev")
   assert reverse.postprocess(pairs[0][0]) == pairs[0][0]
+
+
+def _split_names(folder):
+  files = parsing.split_files(str(folder))
+  return {s: [os.path.basename(p) for p in paths]
+          for s, paths in files.items()}
+
+
+def test_upper_case_treebank_names_are_sections(tmp_path):
+  for name in ("02/WSJ_0200.MRG", "22/Wsj_2201.Mrg", "23/wsj_2301.mrg"):
+    (tmp_path / name).parent.mkdir()
+    (tmp_path / name).write_text(PAPER_EXAMPLE)
+  assert _split_names(tmp_path) == {"train": ["WSJ_0200.MRG"],
+                                    "dev": ["Wsj_2201.Mrg"],
+                                    "test": ["wsj_2301.mrg"]}
+
+
+def test_the_test_section_alone_is_only_a_test_split(tmp_path):
+  for number in (2300, 2301):
+    (tmp_path / f"wsj_{number}.mrg").write_text(PAPER_EXAMPLE)
+  assert _split_names(tmp_path) == {
+      "train": [], "dev": [], "test": ["wsj_2300.mrg", "wsj_2301.mrg"]}
+
+
+def test_a_single_file_treebank_is_all_train(tmp_path):
+  (tmp_path / "mine.mrg").write_text(PAPER_EXAMPLE)
+  assert _split_names(tmp_path) == {"train": ["mine.mrg"], "dev": [],
+                                    "test": []}
+
+
+def test_fallback_split_orders_files_by_name_not_folder(tmp_path):
+  # The last file by name is dev wherever it lies.
+  for number in range(1, 10):
+    folder = tmp_path / ("a" if number == 9 else "b")
+    folder.mkdir(exist_ok=True)
+    (folder / f"wsj_{number:04d}.mrg").write_text(PAPER_EXAMPLE)
+  names = _split_names(tmp_path)
+  assert names["train"] == [f"wsj_{n:04d}.mrg" for n in range(1, 9)]
+  assert names["dev"] == ["wsj_0009.mrg"]
+
+
+def test_tree_of_empty_elements_is_skipped_by_its_number(tmp_path):
+  path = tmp_path / "wsj_0001.mrg"
+  path.write_text(f"( {PAPER_EXAMPLE} )\n( (S (-NONE- *T*-1)) )\n"
+                  "( (NP (NN dog)) )\n")
+  samples = list(get_problem("parsing_wsj").generate_samples(
+      "train", None, str(tmp_path)))
+  assert samples[0]["inputs"] == "John has a dog ."
+  assert samples[1] == Skipped("tree with only empty elements",
+                               f"{path}: tree 2")
+  assert samples[2] == {"inputs": "dog", "targets": "(NP NN )NP"}
+
+
+def test_parse_eval_names_the_flag_of_a_malformed_reference(tmp_path):
+  prediction = tmp_path / "pred.txt"
+  prediction.write_text("(S NN )S\n")
+  gold = tmp_path / "gold.mrg"
+  gold.write_text("(S (NN a))\n(S (NN b)")
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_parse_eval", prediction=str(prediction),
+      reference=str(gold)) as command:
+    with pytest.raises(ValueError) as error:
+      command._run()
+  assert str(error.value).startswith(
+      f"--reference: {gold}: tree 2 (line 2): ")

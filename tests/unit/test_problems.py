@@ -2,6 +2,8 @@
 resolution and the bad-input errors of the translation problems."""
 import gzip
 import os
+import sys
+import types
 
 import pytest
 
@@ -73,16 +75,20 @@ def test_algorithmic_reverse_samples():
   samples = list(problem.generate_samples("train", None))
   assert len(samples) == problem.num_samples["train"]
   assert samples == list(problem.generate_samples("train", None))  # seeded
-  lengths = set()
+  lengths, seen = set(), set()
   for sample in samples:
     digits = sample["inputs"].split()
-    assert set("".join(digits)) <= set("0123456789")
     assert all(len(d) == 1 for d in digits)
     assert sample["targets"].split() == digits[::-1]
     lengths.add(len(digits))
+    seen.update(digits)
   assert lengths == set(range(1, 21))
+  assert seen == set("0123456789")
   dev = list(problem.generate_samples("dev", None))
-  assert dev[0] != samples[0]
+  test = list(problem.generate_samples("test", None))
+  assert len(dev) == len(test) == 1_000
+  # Each split has its own seed: no split repeats another.
+  assert dev[:50] != samples[:50] and test[:50] != dev[:50]
 
 
 def _make_folder(folder, names):
@@ -104,6 +110,15 @@ def test_raw_folder_resolution(tmp_path):
   problem = problem_lib.get_problem("translate_ende_wmt")
   assert problem.available_splits(None, str(tmp_path)) == ("train", "dev",
                                                            "test")
+
+
+def test_raw_folder_without_test_files_has_no_test_split(tmp_path):
+  _make_folder(tmp_path, ["train.en", "train.de", "valid.en", "valid.de"])
+  problem = problem_lib.get_problem("translate_ende_wmt")
+  assert problem.available_splits(None, str(tmp_path)) == ("train", "dev")
+  _make_folder(tmp_path, ["test.de"])  # one side only: still no test split
+  with pytest.raises(DataError, match="test.de has no parallel en file"):
+    problem.available_splits(None, str(tmp_path))
 
 
 def test_dev_is_preferred_over_its_aliases(tmp_path):
@@ -183,8 +198,45 @@ def test_online_source_maps_tfds_splits_and_languages(monkeypatch):
                  .generate_samples("dev", "/scratch"))
   assert calls == [("wmt14_translate/de-en", "dev", "/scratch")]
   assert samples[0] == {"inputs": "Hello", "targets": "Hallo"}
-  assert samples[1].reason == "undecodable bytes"
-  assert translate._TFDS_SPLITS["dev"] == "validation"  # newstest2013
+  # Located by its index in the split, counted from 0.
+  assert samples[1] == Skipped("undecodable bytes",
+                               "wmt14_translate/de-en dev #1")
+
+
+class _FakeTfdsBuilder:
+  """A tensorflow-datasets builder that downloads nothing: it records what
+  it is asked for and gives one pair of the asked split."""
+
+  calls = []
+
+  def __init__(self, name, data_dir):
+    self.calls.append(("builder", name, data_dir))
+
+  def download_and_prepare(self, download_dir):
+    self.calls.append(("download", download_dir))
+
+  def as_dataset(self, split):
+    self.calls.append(("split", split))
+    pairs = [{"en": f"{split} en".encode(), "fr": f"{split} fr".encode()}]
+    return types.SimpleNamespace(as_numpy_iterator=lambda: iter(pairs))
+
+
+def test_online_splits_are_the_papers_newstest_sets(monkeypatch):
+  """dev is newstest2013 (tensorflow-datasets' validation split), test is
+  newstest2014 (its test split); downloads stay under tmp_dir."""
+  monkeypatch.setitem(sys.modules, "tensorflow_datasets",
+                      types.SimpleNamespace(builder=_FakeTfdsBuilder))
+  monkeypatch.setattr(_FakeTfdsBuilder, "calls", [])
+  problem = problem_lib.get_problem("translate_enfr_wmt")
+  read = {split: list(problem.generate_samples(split, "/scratch"))
+          for split in ("train", "dev", "test")}
+  assert read == {
+      split: [{"inputs": f"{name} en", "targets": f"{name} fr"}]
+      for split, name in (("train", "train"), ("dev", "validation"),
+                          ("test", "test"))}
+  assert _FakeTfdsBuilder.calls[:3] == [
+      ("builder", "wmt14_translate/fr-en", "/scratch/tfds"),
+      ("download", "/scratch/downloads"), ("split", "train")]
 
 
 def test_online_failure_explains_the_offline_layout(monkeypatch):
