@@ -6,9 +6,10 @@
 --prediction: one linearized tree per line (t2t-decoder output on
 parsing_wsj), aligned with the gold trees. --reference: gold bracketed trees
 (.mrg files), a comma-separated list of files or glob patterns, read in order
-(each pattern's matches sorted by name).
+(each pattern's matches sorted by name; `~` expanded in each).
 """
 import glob
+import os
 
 from absl import flags
 
@@ -23,14 +24,15 @@ FLAGS = flags.FLAGS
 
 
 def reference_paths(spec):
-  """Files named by a comma-separated list of paths or glob patterns.
+  """Files named by a comma-separated list of paths or glob patterns, a
+  leading `~` of each expanded.
 
   Raises:
     FileNotFoundError: a part matches no file.
   """
   paths = []
   for part in filter(None, (p.strip() for p in spec.split(","))):
-    found = sorted(glob.glob(part))
+    found = sorted(glob.glob(os.path.expanduser(part)))
     if not found:
       raise FileNotFoundError(f"--reference: {part} matches no file")
     paths += found

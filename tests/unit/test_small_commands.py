@@ -1,0 +1,224 @@
+"""The small commands' own work, run in this process: t2t-attention's checks
+of --input and --target and its maps of each input, t2t-datagen's progress
+lines and --data_dir check, t2t-parse-eval's --reference list and its
+alignment with --prediction, t2t-report's --report_file."""
+import io
+import os
+import sys
+
+from absl import app
+import pytest
+
+import command_flags
+from run_folder import TINY, needs_multi30k
+from shared_run import shared_run_folder
+from t2tlite.bin import console
+
+
+# t2t-attention
+
+
+@pytest.mark.parametrize("inputs, targets", [
+    (["Two dogs play.", "A man runs."], ["Zwei Hunde spielen."]),
+    (["Two dogs play."], ["Zwei Hunde spielen.", "Ein Mann rennt."])])
+def test_attention_wants_one_target_per_input(tmp_path, inputs, targets):
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_attention", output_dir=str(tmp_path / "run"),
+      plot_dir=str(tmp_path / "plots"), input=inputs,
+      target=targets) as command:
+    with pytest.raises(app.UsageError) as error:
+      command._run()
+  assert str(error.value) == (
+      f"{len(inputs)} --input but {len(targets)} --target flags: give one "
+      "--target per --input, or none.")
+
+
+def test_attention_refuses_a_target_for_an_ensemble(tmp_path):
+  # Refused before anything loads: the members need not exist.
+  members = [str(tmp_path / "a"), str(tmp_path / "b")]
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_attention", output_dir=members[0],
+      checkpoint_path=",".join(members), plot_dir=str(tmp_path / "plots"),
+      input=["Two dogs play."], target=["Zwei Hunde spielen."]) as command:
+    with pytest.raises(app.UsageError) as error:
+      command._run()
+  assert str(error.value).startswith("--target is for one model")
+
+
+@needs_multi30k
+def test_attention_decodes_each_input_given_no_target(
+    tmp_path_factory, tmp_path, capsys):
+  sources = ["Two dogs play.", "A man runs."]
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_attention",
+      output_dir=shared_run_folder(tmp_path_factory),
+      decode_hparams="beam_size=1,extra_length=2", input=sources,
+      plot_dir=str(tmp_path)) as command:
+    command._run()
+  index = tmp_path / "index.html"
+  assert capsys.readouterr().out == f"{index}\n"
+  page = index.read_text(encoding="utf-8")
+  for n, source in enumerate(sources, 1):
+    assert f"<h2>Sentence {n}</h2><p>source: {source}<br>" in page
+  pngs = [p for p in os.listdir(tmp_path) if p.endswith(".png")]
+  # Per sentence: 3 kinds (encoder, decoder, encoder-decoder) x layers x
+  # heads.
+  assert len(pngs) == len(sources) * 3 * TINY.num_layers * TINY.num_heads
+
+
+# t2t-datagen
+
+
+class _Clock:
+  """Stands for the `time` module: monotonic() is `now`."""
+
+  def __init__(self, now):
+    self.now = now
+
+  def monotonic(self):
+    return self.now
+
+
+class _Terminal(io.StringIO):
+
+  def isatty(self):
+    return True
+
+
+def _progress_lines(monkeypatch, calls):
+  """What t2t-datagen's progress writes to stderr for `calls`, (seconds
+  since it started, samples read) each, and its closing."""
+  clock = _Clock(100.0)
+  with command_flags.command_module("t2tlite.bin.t2t_datagen") as command:
+    monkeypatch.setattr(command, "time", clock)
+    progress = command._Progress()
+    for seconds, samples in calls:
+      clock.now = 100.0 + seconds
+      progress("train", samples)
+    progress.done()
+
+
+def test_datagen_progress_off_a_terminal_is_a_line_each_30_seconds(
+    monkeypatch, capsys):
+  _progress_lines(monkeypatch, [(0.6, 5), (29.9, 10), (30, 1234),
+                                (45, 2000), (60.5, 5000)])
+  assert capsys.readouterr().err == ("  train: 1,234 samples read\n"
+                                     "  train: 5,000 samples read\n")
+
+
+def test_datagen_progress_on_a_terminal_rewrites_one_line(monkeypatch):
+  terminal = _Terminal()
+  monkeypatch.setattr(sys, "stderr", terminal)
+  _progress_lines(monkeypatch, [(0.4, 3), (0.5, 7), (0.8, 8), (1.2, 9)])
+  assert terminal.getvalue() == ("\r  train: 7 samples read"
+                                 "\r  train: 9 samples read"
+                                 "\r" + " " * 60 + "\r")
+
+
+def test_datagen_refuses_a_data_dir_that_is_a_file(tmp_path):
+  a_file = tmp_path / "data"
+  a_file.write_text("")
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_datagen", problem="translate_ende_wmt",
+      data_dir=str(a_file),
+      raw_data_dir=str(tmp_path / "missing")) as command:
+    with pytest.raises(console.CommandError) as error:
+      command._run()
+  assert str(error.value).startswith(
+      f"--data_dir={a_file} is a file; expected a folder")
+
+
+# t2t-parse-eval
+
+TREES = ["( (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)) )",
+         "( (S (NP (NNP John)) (VP (VBZ runs)) (. .)) )",
+         "( (S (NP (PRP He)) (VP (VBD left)) (. .)) )"]
+# Right for the first two trees; the third attaches "left" to the NP.
+PREDICTIONS = ["(S (NP XX XX )NP (VP XX )VP XX )S",
+               "(S (NP XX )NP (VP XX )VP XX )S",
+               "(S (NP XX XX )NP XX )S"]
+
+
+def _write(path, lines):
+  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+  return str(path)
+
+
+def test_parse_eval_reads_each_reference_part_in_order(tmp_path):
+  first = _write(tmp_path / "a.mrg", TREES[:1])
+  second = [_write(tmp_path / f"b{n}.mrg", [tree])
+            for n, tree in enumerate(TREES[1:], 1)]
+  with command_flags.command_module("t2tlite.bin.t2t_parse_eval") as command:
+    # Spaces after commas and an empty part are allowed.
+    assert command.reference_paths(
+        f"{first}, {tmp_path}/b*.mrg,") == [first] + second
+    missing = f"{tmp_path}/c*.mrg"
+    with pytest.raises(FileNotFoundError) as error:
+      command.reference_paths(f"{first},{missing}")
+  assert str(error.value) == f"--reference: {missing} matches no file"
+
+
+def test_parse_eval_expands_the_home_of_each_reference_part(tmp_path,
+                                                           monkeypatch):
+  monkeypatch.setenv("HOME", str(tmp_path))
+  paths = [_write(tmp_path / f"{n}.mrg", [tree])
+           for n, tree in enumerate(TREES[:2])]
+  with command_flags.command_module("t2tlite.bin.t2t_parse_eval") as command:
+    assert command.reference_paths("~/0.mrg, ~/1*.mrg") == paths
+
+
+def test_parse_eval_scores_predictions_against_every_reference_file(
+    tmp_path, capsys):
+  prediction = _write(tmp_path / "pred.txt", PREDICTIONS)
+  reference = ",".join(_write(tmp_path / f"{n}.mrg", [tree])
+                       for n, tree in enumerate(TREES))
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_parse_eval", prediction=prediction,
+      reference=reference) as command:
+    command._run()
+  # Brackets: gold 3 + 3 + 3, predicted 3 + 3 + 2, matched 3 + 3 + 1.
+  # P = 7/8, R = 7/9, F1 = 14/17.
+  assert capsys.readouterr().out.startswith(
+      "Bracketing F1 = 82.35 (precision 87.50, recall 77.78")
+
+
+@pytest.mark.parametrize("predicted", [2, 4])
+def test_parse_eval_wants_a_prediction_per_tree(tmp_path, predicted):
+  prediction = _write(tmp_path / "pred.txt", (PREDICTIONS * 2)[:predicted])
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_parse_eval", prediction=prediction,
+      reference=_write(tmp_path / "gold.mrg", TREES)) as command:
+    with pytest.raises(ValueError) as error:
+      command._run()
+  assert str(error.value).startswith(
+      f"--prediction={prediction} has {predicted} lines but --reference "
+      "holds 3 trees")
+
+
+def test_parse_eval_names_the_flag_of_a_bad_reference(tmp_path):
+  linearized = _write(tmp_path / "targets.txt", PREDICTIONS)
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_parse_eval",
+      prediction=_write(tmp_path / "pred.txt", PREDICTIONS),
+      reference=linearized) as command:
+    with pytest.raises(ValueError) as error:
+      command._run()
+  message = str(error.value)
+  assert message.startswith("--reference: ") and linearized in message
+
+
+# t2t-report
+
+
+def test_report_is_written_where_report_file_says(tmp_path, capsys):
+  run = tmp_path / "run"
+  run.mkdir()
+  (run / "hparams.json").write_text('{"d_model": 32}')
+  page = tmp_path / "page.html"
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_report", output_dir=str(run),
+      report_file=str(page)) as command:
+    command._run()
+  assert capsys.readouterr().out == f"{page}\n"
+  assert "d_model" in page.read_text(encoding="utf-8")
+  assert os.listdir(run) == ["hparams.json"]
