@@ -23,8 +23,9 @@ writes the model for CTranslate2 instead (pip install 't2tlite[ctranslate2]'):
 one folder (default OUTPUT_DIR/ctranslate2, which must not exist) with
 CTranslate2's model files and the sentencepiece models that tokenize its
 inputs and detokenize its outputs (docs/decoding.md). Decode hparams and
---mixed_precision do not apply: CTranslate2 searches and picks its compute
-type when it loads the model.
+--mixed_precision do not apply, and are refused: CTranslate2 takes its
+search settings when it translates and picks its compute type when it
+loads the model.
 """
 
 import json
@@ -46,7 +47,8 @@ describe = lazy.module("t2tlite.decode.describe")
 flags.adopt_module_key_flags(run_flags)
 flags.DEFINE_string("export_dir", None, "Folder of the version folders "
                     "(TF Serving's --model_base_path); default "
-                    "OUTPUT_DIR/export.")
+                    "OUTPUT_DIR/export (OUTPUT_DIR/ctranslate2, a new "
+                    "folder, with --export_format=ctranslate2).")
 
 flags.DEFINE_enum("export_format", "saved_model",
                   ["saved_model", "ctranslate2"],
@@ -60,9 +62,9 @@ FLAGS = flags.FLAGS
 
 
 def _run():
-  from t2tlite.export.exporter import export_saved_model
   common_flags.load_run_plugins(FLAGS.output_dir)
   if FLAGS.export_format == "ctranslate2":
+    _check_ctranslate2_flags()
     from t2tlite.export.ctranslate2 import export_ctranslate2
     try:
       print(export_ctranslate2(FLAGS.output_dir, export_dir=FLAGS.export_dir,
@@ -70,12 +72,26 @@ def _run():
     except ImportError as error:  # the optional extra is not installed
       raise console.CommandError(str(error)) from None
     return
+  from t2tlite.export.exporter import export_saved_model
   path = export_saved_model(FLAGS.output_dir, export_dir=FLAGS.export_dir,
                             checkpoint_path=FLAGS.checkpoint_path,
                             decode_hparams=FLAGS.decode_hparams,
                             precision=FLAGS.mixed_precision)
   logging.info("%s", _exported(path))
   print(path)
+
+
+def _check_ctranslate2_flags():
+  """Refuses the SavedModel's settings, which a CTranslate2 model cannot
+  hold (a user would expect them to apply)."""
+  given = [f"--{name}={FLAGS[name].value}" for name in
+           ("decode_hparams", "mixed_precision")
+           if not FLAGS[name].using_default_value]
+  if given:
+    raise console.CommandError(
+        f"{' and '.join(given)}: not for --export_format=ctranslate2 "
+        "(CTranslate2 takes its search settings when it translates and "
+        "its compute type when it loads the model; docs/decoding.md)")
 
 
 def _exported(path):
