@@ -86,7 +86,7 @@ def _check_ctranslate2_flags():
   hold (a user would expect them to apply)."""
   given = [f"--{name}={FLAGS[name].value}" for name in
            ("decode_hparams", "mixed_precision")
-           if not FLAGS[name].using_default_value]
+           if FLAGS[name].value and not FLAGS[name].using_default_value]
   if given:
     raise console.CommandError(
         f"{' and '.join(given)}: not for --export_format=ctranslate2 "
