@@ -9,6 +9,7 @@ import pytest
 
 from t2tlite import quiet
 from t2tlite.bin import console
+import command_flags
 
 
 def test_library_arguments_become_flags():
@@ -86,21 +87,23 @@ def test_log_lines_carry_time_level_when_not_info_and_component():
   assert not re.search(r"\.py|:704|\d{6,}", warning)
 
 
-def test_an_unreadable_flag_file_is_named_by_its_flag(monkeypatch, tmp_path):
-  from t2tlite.bin import t2t_bleu  # noqa: F401  (defines --translation)
+def test_an_unreadable_flag_file_is_named_by_its_flag(tmp_path):
   missing = str(tmp_path / "missing.txt")
-  monkeypatch.setattr(flags.FLAGS["translation"], "value", missing)
-  with pytest.raises(FileNotFoundError) as error:
-    console.read_flag_lines("translation")
-  assert str(error.value) == f"--translation={missing}: no such file"
   latin1 = tmp_path / "latin1.txt"
   latin1.write_bytes("caf\xe9\n".encode("latin-1"))
-  monkeypatch.setattr(flags.FLAGS["translation"], "value", str(latin1))
-  with pytest.raises(ValueError) as error:
-    console.read_flag_lines("translation")
-  assert str(error.value).startswith(f"--translation={latin1}: not UTF-8")
-  latin1.write_text("a\nb\n", encoding="utf-8")
-  assert console.read_flag_lines("translation") == ["a", "b"]
+  # t2t-bleu defines --translation.
+  with command_flags.command_module("t2tlite.bin.t2t_bleu",
+                                    translation=missing):
+    with pytest.raises(FileNotFoundError) as missing_error:
+      console.read_flag_lines("translation")
+    flags.FLAGS.translation = str(latin1)
+    with pytest.raises(ValueError) as latin1_error:
+      console.read_flag_lines("translation")
+    latin1.write_text("a\nb\n", encoding="utf-8")
+    assert console.read_flag_lines("translation") == ["a", "b"]
+  assert str(missing_error.value) == f"--translation={missing}: no such file"
+  assert str(latin1_error.value).startswith(
+      f"--translation={latin1}: not UTF-8")
 
 
 def test_library_info_records_are_dropped_but_warnings_kept(tmp_path):
