@@ -5,7 +5,6 @@ import os
 import pytest
 
 import t2tlite.problems  # noqa: F401  (registers the built-in problems)
-import command_flags
 from corpora import shared_corpus
 from t2tlite.data import trees
 from t2tlite.data.samples import DataError, Skipped
@@ -221,17 +220,3 @@ def test_tree_of_empty_elements_is_skipped_by_its_number(tmp_path):
   assert samples[1] == Skipped("tree with only empty elements",
                                f"{path}: tree 2")
   assert samples[2] == {"inputs": "dog", "targets": "(NP NN )NP"}
-
-
-def test_parse_eval_names_the_flag_of_a_malformed_reference(tmp_path):
-  prediction = tmp_path / "pred.txt"
-  prediction.write_text("(S NN )S\n")
-  gold = tmp_path / "gold.mrg"
-  gold.write_text("(S (NN a))\n(S (NN b)")
-  with command_flags.command_module(
-      "t2tlite.bin.t2t_parse_eval", prediction=str(prediction),
-      reference=str(gold)) as command:
-    with pytest.raises(ValueError) as error:
-      command._run()
-  assert str(error.value).startswith(
-      f"--reference: {gold}: tree 2 (line 2): ")

@@ -195,16 +195,18 @@ def test_parse_eval_wants_a_prediction_per_tree(tmp_path, predicted):
       "holds 3 trees")
 
 
-def test_parse_eval_names_the_flag_of_a_bad_reference(tmp_path):
-  linearized = _write(tmp_path / "targets.txt", PREDICTIONS)
+def test_parse_eval_names_the_flag_of_a_malformed_reference(tmp_path):
+  prediction = tmp_path / "pred.txt"
+  prediction.write_text("(S NN )S\n")
+  gold = tmp_path / "gold.mrg"
+  gold.write_text("(S (NN a))\n(S (NN b)")
   with command_flags.command_module(
-      "t2tlite.bin.t2t_parse_eval",
-      prediction=_write(tmp_path / "pred.txt", PREDICTIONS),
-      reference=linearized) as command:
+      "t2tlite.bin.t2t_parse_eval", prediction=str(prediction),
+      reference=str(gold)) as command:
     with pytest.raises(ValueError) as error:
       command._run()
-  message = str(error.value)
-  assert message.startswith("--reference: ") and linearized in message
+  assert str(error.value).startswith(
+      f"--reference: {gold}: tree 2 (line 2): ")
 
 
 # t2t-report
