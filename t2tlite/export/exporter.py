@@ -32,10 +32,9 @@ from t2tlite import problem_decoding
 from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import batching_config
+from t2tlite.export.layout import EXPORT_SUBDIR, METADATA_FILE
 from t2tlite.export.serving_module import ServingModule
 
-EXPORT_SUBDIR = "export"
-METADATA_FILE = os.path.join("assets.extra", "t2tlite_export.json")
 # Ops that run Python or need XLA: stock TF Serving has neither.
 _PYTHON_OPS = ("PyFunc", "PyFuncStateless", "EagerPyFunc")
 _TF_TEXT_OP_PREFIXES = ("Sentencepiece",)

@@ -31,8 +31,8 @@ import re
 import threading
 
 from t2tlite import files
+from t2tlite.export.layout import METADATA_FILE
 
-EXPORT_METADATA = os.path.join("assets.extra", "t2tlite_export.json")
 # The export's signature of text with target prefixes (serving_module).
 PREFIX_SIGNATURE = "translate_with_prefix"
 # Decoders kept for the last few decode hparams strings (each holds a traced
@@ -148,7 +148,7 @@ class ModelSource:
     self.ensemble = ensemble
     self.metadata = {}
     if saved_model_dir:
-      with open(os.path.join(saved_model_dir, EXPORT_METADATA),
+      with open(os.path.join(saved_model_dir, METADATA_FILE),
                 encoding="utf-8") as f:
         self.metadata = json.load(f)
     self._lock = threading.Lock()
@@ -174,10 +174,10 @@ class ModelSource:
     path = os.path.abspath(os.path.expanduser(path))
     version = _export_version(path)
     if version:
-      metadata_path = os.path.join(version, EXPORT_METADATA)
+      metadata_path = os.path.join(version, METADATA_FILE)
       if not os.path.exists(metadata_path):
         raise FileNotFoundError(
-            f"model={version}: a SavedModel without {EXPORT_METADATA}; "
+            f"model={version}: a SavedModel without {METADATA_FILE}; "
             "expected an export written by t2t-exporter")
       with open(metadata_path, encoding="utf-8") as f:
         checkpoint = json.load(f).get("checkpoint")
