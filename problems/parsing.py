@@ -44,8 +44,12 @@ def split_files(raw_data_dir):
   """{split: [.mrg paths]} of a treebank folder (see the module doc).
 
   Raises:
-    DataError: the folder is missing or holds no .mrg file.
+    DataError: no folder given, or it is missing or holds no .mrg file.
   """
+  if raw_data_dir is None:
+    raise DataError("parsing_wsj needs raw_data_dir=DIR: a folder of Penn "
+                    "Treebank .mrg files (licensed by the LDC; never "
+                    "downloaded).")
   paths = []
   if os.path.isdir(raw_data_dir):
     for folder, _, names in os.walk(raw_data_dir):
@@ -91,10 +95,6 @@ class ParsingWsj(Text2TextProblem):
     return "exact_match" if self.reverse else "bracket_f1"
 
   def available_splits(self, tmp_dir, raw_data_dir=None):
-    if raw_data_dir is None:
-      raise DataError("parsing_wsj needs raw_data_dir=DIR: a folder of Penn "
-                      "Treebank .mrg files (licensed by the LDC; never "
-                      "downloaded).")
     files = split_files(raw_data_dir)
     return tuple(s for s in SPLITS if files[s])
 

@@ -138,6 +138,9 @@ def test_missing_treebank_folder(tmp_path):
     problem.available_splits(None, str(tmp_path))
   with pytest.raises(DataError, match="needs raw_data_dir"):
     problem.available_splits(None, None)
+  # Read directly (as a plugin's problem built on it would), the same line.
+  with pytest.raises(DataError, match="needs raw_data_dir"):
+    next(problem.generate_samples("train", None))
 
 
 def test_parsing_datagen_and_postprocess(tmp_path):
