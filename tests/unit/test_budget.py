@@ -6,13 +6,7 @@ import pytest
 
 from t2tlite.train import budget
 
-
-class FakeClock:
-  def __init__(self):
-    self.now = 100.0
-
-  def __call__(self):
-    return self.now
+from fake_clock import FakeClock
 
 
 def test_meter_waits_for_enough_steps_and_seconds():

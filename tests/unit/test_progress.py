@@ -4,13 +4,7 @@ import pytest
 
 from t2tlite.train import progress
 
-
-class FakeClock:
-  def __init__(self):
-    self.now = 100.0
-
-  def __call__(self):
-    return self.now
+from fake_clock import FakeClock
 
 
 def _step(tokens=1000.0):
