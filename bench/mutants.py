@@ -76,8 +76,10 @@ def run_mutant(tree, mutant, timeout):
   finally:
     with open(path, "w", encoding="utf-8") as f:
       f.write(original)
+  # pytest's summary lines ("FAILED tests/x.py::test - ..."), not a
+  # failure's captured log lines ("ERROR    name:file.py:12 ...").
   failed = [line.split(" ")[1] for line in run.stdout.splitlines()
-            if line.startswith(("FAILED ", "ERROR "))]
+            if re.match(r"(FAILED|ERROR) \S", line)]
   summary = run.stdout.strip().splitlines()[-1:] or [""]
   skipped = re.search(r"(\d+) skipped", summary[0])
   record.update(killed=run.returncode != 0,

@@ -20,12 +20,15 @@ MUTANTS = [
      "old": "a + b", "new": "b + a", "tests": ["test_calc.py"],
      "why": "addition commutes"},
 ]
-# The fake repository's tests: the function, and (while a mutant is
+# The fake repository's tests: the function (logging an error, which a
+# failure's output shows above the test's name), and (while a mutant is
 # applied) the checkout's file as it was.
-TESTS = """import os
+TESTS = """import logging
+import os
 from calc import add
 
 def test_add():
+  logging.error("adding")  # a failure's captured log: "ERROR    root:..."
   assert add(2, 3) == 5
 
 def test_the_checkout_is_untouched():
