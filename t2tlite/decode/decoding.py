@@ -307,8 +307,9 @@ class Decoder:
     if prefixes is not None:
       self.prefix_ids(lines, prefixes)  # errors name the line's number
     beams = hp.outputs_per_input if hp.multiple_outputs else None
-    outputs = [[""] * beams if beams else ""] * len(lines)
-    scores = [[0.0] * beams if beams else 0.0] * len(lines)
+    # A list of its own for each blank line (a caller may change one).
+    outputs = [[""] * beams if beams else "" for _ in lines]
+    scores = [[0.0] * beams if beams else 0.0 for _ in lines]
     todo = [i for i, line in enumerate(lines) if line.strip()]
     if not todo:
       return outputs, scores

@@ -1,13 +1,15 @@
 """Decode strategies with behaviour (`t2tlite.decode.strategy`): the class
 decode hparams choose, the outputs an input gets, epsilon sampling as a
-class of its own, and sampling's encoder run once per input."""
+class of its own, sampling's encoder run once per input, and the ids an
+output is given back with (`decoding.output_ids`)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from decode_helpers import decode_ids
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode import strategy
+from t2tlite.decode import machine, strategy
+from t2tlite.decode.decoding import Decoder, output_ids
 from t2tlite.decode.sampling import sample_tokens
 from t2tlite.decode.settings import DecodeHParams
 
@@ -77,3 +79,22 @@ def test_sampling_runs_the_encoder_once_per_input(tiny_model):
     del tiny_model.prepare_decoding
   assert encoded == [2]
   assert result["outputs"].shape[:2] == (2, 3)
+
+
+def test_an_outputs_ids_end_with_its_eos_or_run_to_its_limit():
+  # The ids a returned output's attention is computed on: up to EOS and
+  # with it; a row cut at its length limit has no EOS and keeps its tokens.
+  assert output_ids(np.array([5, 6, EOS_ID, 7, 0, 0])) == [5, 6, EOS_ID]
+  assert output_ids(np.array([EOS_ID, 0, 0])) == [EOS_ID]
+  assert output_ids(np.array([5, 6, 7, 0])) == [5, 6, 7]
+
+
+def test_blank_lines_get_lists_of_their_own(tiny_model):
+  """Several outputs an input: each blank line's empty outputs and scores
+  are lists of their own (a caller filling one in leaves the others)."""
+  hp = machine.settle(DecodeHParams(beam_size=2, return_beams=True))
+  outputs, scores = Decoder(tiny_model, None, hp).decode_lines(
+      ["", "  "], progress=False)
+  assert outputs == [["", ""], ["", ""]] and scores == [[0.0, 0.0]] * 2
+  outputs[0][0], scores[0][0] = "filled", -1.0
+  assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]

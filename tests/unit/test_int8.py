@@ -62,6 +62,24 @@ def test_both_layouts_compute_the_same_integer_sums():
   assert relative_error(first.numpy(), exact) < 0.03
 
 
+@needs_int8
+def test_weights_first_feed_forward_is_its_two_products_chained():
+  rng = np.random.default_rng(4)
+  x = tf.constant(rng.standard_normal([5, 16]).astype(np.float32))
+  w1, w2 = (rng.standard_normal(shape).astype(np.float32)
+            for shape in ([16, 32], [32, 16]))
+  b1, b2 = (tf.constant(rng.standard_normal([d]).astype(np.float32))
+            for d in (32, 16))
+  q1, q2 = (int8.quantize_kernel(tf.constant(w), weights_first=True)
+            for w in (w1, w2))
+  out = int8.weights_first_feed_forward(x, q1, b1, q2, b2).numpy()
+  hidden = tf.nn.relu(int8.matmul(x, q1) + b1)
+  chained = (int8.matmul(hidden, q2) + b2).numpy()
+  np.testing.assert_allclose(out, chained, rtol=1e-6, atol=1e-6)
+  exact = np.maximum(x.numpy() @ w1 + b1.numpy(), 0.0) @ w2 + b2.numpy()
+  assert relative_error(out, exact) < 0.05
+
+
 def _graph_product(held):
   """A tf.function of x @ `held`, which its graph holds."""
   return tf.function(lambda x: int8.matmul(x, held), autograph=False)

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 import t2tlite
 from t2tlite.layers import shapes
-from t2tlite.layers.attention import MultiHeadAttention
+from t2tlite.layers.attention import MultiHeadAttention, causal_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.feed_forward import FeedForward
 from t2tlite.layers.linear import position_wise
@@ -232,6 +232,89 @@ def test_attention_weights_shapes_and_normalisation():
   np.testing.assert_allclose(maps["encdec"][0].numpy().sum(-1), 1.0, atol=1e-5)
   assert np.all(maps["encdec"][0].numpy()[..., 4] == 0.0)  # padding
   assert np.all(np.triu(maps["decoder_self"][1].numpy()[0, 0], 1) == 0.0)
+
+
+def layer_norm(x, gamma, beta, epsilon):
+  mean = x.mean(-1, keepdims=True)
+  return (x - mean) / np.sqrt(x.var(-1, keepdims=True) + epsilon) * gamma + beta
+
+
+def randomize_norms(layer, seed):
+  """Gains and biases of every layer norm under `layer` other than the 1
+  and 0 they start with (and alike in every norm), as training leaves them."""
+  rng = np.random.RandomState(seed)
+  for variable in layer.weights:
+    if "layer_norm" in variable.path:
+      variable.assign(rng.uniform(0.5, 1.5, variable.shape).astype(np.float32)
+                      if variable.path.endswith("gamma") else
+                      rng.standard_normal(variable.shape).astype(np.float32))
+
+
+@pytest.mark.parametrize("position", ["post", "pre"])
+def test_residual_norms_as_its_position_says(position):
+  """post: LayerNorm(x + sublayer(x)); pre: x + sublayer(LayerNorm(x))."""
+  residual = Residual(position, dropout=0.5, layer_norm_epsilon=1e-3)
+  x = tf.random.stateless_normal([2, 3, 8], seed=[1, 2]) * 3.0 + 1.0
+  out = tf.random.stateless_normal([2, 3, 8], seed=[3, 4])
+  residual.build(x.shape)
+  randomize_norms(residual, 5)
+  gamma, beta = residual.norm.gamma.numpy(), residual.norm.beta.numpy()
+  normed = layer_norm(x.numpy(), gamma, beta, 1e-3)
+  total = x.numpy() + out.numpy()
+  expected_input = normed if position == "pre" else x.numpy()
+  expected_output = (total if position == "pre" else
+                     layer_norm(total, gamma, beta, 1e-3))
+  np.testing.assert_allclose(residual.sublayer_input(x).numpy(),
+                             expected_input, rtol=1e-5, atol=1e-5)
+  # Inference: no dropout.
+  np.testing.assert_allclose(residual(x, out).numpy(), expected_output,
+                             rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("position", ["post", "pre"])
+def test_cached_decoder_layer_with_trained_norms_matches_teacher_forcing(
+    position):
+  """Each sublayer's own norm, in a search's step as in training: norms
+  left at their initial values would all compute alike."""
+  layer = DecoderLayer(num_heads=2, d_k=4, d_v=6, d_ff=16,
+                       norm_position=position)
+  x = tf.random.stateless_normal([2, 4, 8], seed=[5, 6])
+  memory = tf.random.stateless_normal([2, 5, 8], seed=[7, 8])
+  layer(x, memory)
+  randomize_norms(layer, 9)
+  full, _ = layer(x, memory, self_bias=causal_bias(4))
+  keys_values = layer.memory_keys_values(memory)
+  cache = layer.init_cache(2)
+  for t in range(4):
+    y, _, cache = layer.call_cached(x[:, t:t + 1], keys_values, cache)
+    np.testing.assert_allclose(y.numpy()[:, 0], full.numpy()[:, t],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_attention_follows_equation_1_and_drops_nothing_at_inference():
+  """Concat(softmax(q k^T / sqrt(d_k) + bias) v) W^O, with the keys'
+  padding hidden; its attention dropout acts in training only."""
+  layer = MultiHeadAttention(num_heads=2, d_k=3, d_v=5, attention_dropout=0.5)
+  query = tf.random.stateless_normal([2, 3, 8], seed=[1, 1])
+  memory = tf.random.stateless_normal([2, 4, 8], seed=[2, 2])
+  bias = tf.constant([[0.0, 0.0, 0.0, -1e9], [0.0] * 4])[:, None, None]
+  outputs, weights = layer(query, memory, bias=bias)
+  w_q, w_k, w_v, w_o = (w.numpy() for w in layer.input_maps() + (layer.w_o,))
+
+  def heads(x, depth):  # [batch, len, 2 * depth] -> [batch, 2, len, depth]
+    return x.reshape(x.shape[0], x.shape[1], 2, depth).transpose(0, 2, 1, 3)
+
+  q = heads(query.numpy() @ w_q, 3)
+  k, v = heads(memory.numpy() @ w_k, 3), heads(memory.numpy() @ w_v, 5)
+  scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(3.0) + bias.numpy()
+  expected_weights = np.exp(scores - scores.max(-1, keepdims=True))
+  expected_weights /= expected_weights.sum(-1, keepdims=True)
+  concat = (expected_weights @ v).transpose(0, 2, 1, 3).reshape(2, 3, 10)
+  np.testing.assert_allclose(weights.numpy(), expected_weights, atol=1e-5)
+  np.testing.assert_allclose(outputs.numpy(), concat @ w_o, rtol=1e-4,
+                             atol=1e-5)
+  trained, _ = layer(query, memory, bias=bias, training=True)
+  assert np.abs(trained.numpy() - outputs.numpy()).max() > 1e-3
 
 
 def test_sinusoid_encoding_matches_section_3_5():

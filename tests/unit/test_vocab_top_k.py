@@ -1,8 +1,10 @@
-"""Block top-k (t2tlite/decode/vocab_top_k.py) against tf.math.top_k."""
+"""Block top-k (t2tlite/decode/vocab_top_k.py) against tf.math.top_k, and
+a search step's k best candidates (`StepRules.top_candidates`)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from t2tlite.decode.step_rules import StepRules
 from t2tlite.decode.vocab_top_k import block_size, log_normalizer_and_top_k
 
 
@@ -108,3 +110,21 @@ def test_excluded_tokens_are_left_out_as_their_flags_say(excluding):
   np.testing.assert_array_equal(ids.numpy(), ref_ids.numpy())
   np.testing.assert_array_equal(values.numpy(), ref_values.numpy())
   np.testing.assert_allclose(log_z.numpy(), ref_log_z.numpy(), rtol=1e-6)
+
+
+def test_asking_more_candidates_than_allowed_tokens_gives_the_allowed_ones():
+  # A beam wider than a small vocabulary: of 6 ids PAD is never a
+  # candidate and EOS not before min_length, so a step has 4 to give.
+  rules = StepRules(min_length=2, no_repeat_ngram_size=0, excluded_id=0,
+                    prefix=None)
+  logits = np.array([[3.0, 2.0, 0.5, -1.0, 1.0, 0.0],
+                     [0.0, 4.0, 1.0, 2.0, -2.0, 3.0]], np.float32)
+  log_probs, tokens = rules.top_candidates(tf.constant(logits), None,
+                                           tf.constant(0), 8)
+  allowed = logits[:, 2:]
+  order = np.argsort(-allowed, axis=-1)
+  np.testing.assert_array_equal(tokens.numpy(), order + 2)
+  expected = allowed - np.log(np.exp(allowed).sum(-1, keepdims=True))
+  np.testing.assert_allclose(log_probs.numpy(),
+                             np.take_along_axis(expected, order, -1),
+                             rtol=1e-6, atol=1e-6)
