@@ -366,14 +366,15 @@ class Trainer:
       loop.meter.start(loop.step)
 
   def _check_finite(self, step, out):
-    loss = out["loss"] / max(out["target_tokens"], 1.0)
-    if not math.isfinite(loss) or not math.isfinite(out["nll"]):
-      raise NonFiniteLossError(
-          f"Step {step}: the training loss is {loss}. Stopping without "
-          f"saving; the last good checkpoint "
-          f"({self.manager.latest_checkpoint or 'none yet'}) is intact. "
-          "Lower learning_rate_scale, raise warmup_steps, or use "
-          "mixed_precision bfloat16 rather than float16.")
+    tokens = max(out["target_tokens"], 1.0)
+    for name in ("loss", "nll"):  # label-smoothed, then the plain nll
+      if not math.isfinite(out[name]):
+        raise NonFiniteLossError(
+            f"Step {step}: the training {name} is {out[name] / tokens}. "
+            "Stopping without saving; the last good checkpoint "
+            f"({self.manager.latest_checkpoint or 'none yet'}) is intact. "
+            "Lower learning_rate_scale, raise warmup_steps, or use "
+            "mixed_precision bfloat16 rather than float16.")
 
   # ---- the budget's plan ---------------------------------------------------
 

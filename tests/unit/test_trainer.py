@@ -559,3 +559,117 @@ def test_evaluation_flags_are_checked_before_training(trainer_command):
     check(problem, "data")
   with flagsaver.flagsaver(schedule="train"):
     check(problem, "data")
+
+
+def test_a_non_finite_nll_stops_training(tmp_path, strategy):
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy)
+  finite = {"loss": 6.0, "nll": 5.0, "target_tokens": 3.0}
+  trainer._check_finite(1, finite)
+  for key in ("loss", "nll"):
+    with pytest.raises(trainer_lib.NonFiniteLossError,
+                       match=f"^Step 2: the training {key} is nan. "):
+      trainer._check_finite(2, {**finite, key: math.nan})
+  # A step without target tokens is no reason to stop.
+  trainer._check_finite(3, {**finite, "loss": 0.0, "target_tokens": 0.0})
+
+
+def test_a_restart_resumes_from_the_newest_checkpoint(tmp_path, strategy):
+  output_dir = str(tmp_path)
+  first = train_helpers.tiny_trainer(output_dir, strategy)
+  for step in (5, 7):  # steps reached, as train() saves them
+    first.optimizer.iterations.assign(step)
+    first.save()
+  assert first.manager.checkpoints == [
+      os.path.join(output_dir, f"ckpt-{step}") for step in (5, 7)]
+  resumed = train_helpers.tiny_trainer(output_dir, strategy)
+  assert resumed.step == 7
+  assert resumed.restored_from == os.path.join(output_dir, "ckpt-7")
+
+
+def test_a_stop_request_saves_the_step_reached(tmp_path, strategy):
+  import time
+  from t2tlite.train import preemption
+  output_dir = str(tmp_path)
+  trainer = train_helpers.tiny_trainer(output_dir, strategy)
+  trainer.optimizer.iterations.assign(3)
+  loop = trainer_lib._Loop(time.monotonic(), trainer.step,
+                           last_save=time.time())
+  stop = preemption.StopSignals()  # as its handler leaves it on SIGTERM
+  stop.requested = "SIGTERM"
+  with pytest.raises(preemption.Preempted) as error:
+    trainer._save_or_stop(loop, stop)
+  saved = os.path.join(output_dir, "ckpt-3")
+  assert (error.value.step, error.value.checkpoint) == (3, saved)
+  assert tf.train.latest_checkpoint(output_dir) == saved
+  assert str(error.value).startswith(
+      f"Preempted (SIGTERM): saved the checkpoint {saved} at step 3.")
+  # Without a request (and a save not due yet), the loop goes on.
+  stop.requested = None
+  trainer.optimizer.iterations.assign(4)
+  loop.step = 4
+  trainer._save_or_stop(loop, stop)
+  assert tf.train.latest_checkpoint(output_dir) == saved
+
+
+def test_a_plan_sets_the_length_and_cooldown_at_the_start(tmp_path,
+                                                          strategy):
+  from t2tlite.train import budget
+  plan = budget.Plan(train_minutes=1.0, train_steps=40, planned_at_step=8,
+                     planned_after_seconds=10.0, step_seconds=0.1,
+                     eval_seconds=0.0, cooldown_steps=10)
+  trainer = train_helpers.tiny_trainer(
+      str(tmp_path), strategy, "learning_rate_cooldown_steps=30",
+      schedule="train", train_minutes=1.0, plan=plan)
+  assert trainer.config.train_steps == 40
+  assert (trainer.hp.train_steps,
+          trainer.hp.learning_rate_cooldown_steps) == (40, 10)
+  schedule = trainer.base_optimizer.get_config()["learning_rate"]["config"]
+  assert (schedule["train_steps"], schedule["cooldown_steps"]) == (40, 10)
+
+
+def test_a_lost_worker_is_reported_once():
+  from t2tlite.train import preemption
+  reported = []
+  report = preemption._ReportOnce(reported.append)
+  first = preemption.WorkerLostError("first", ["/job:worker/task:1"], None)
+  second = preemption.WorkerLostError("second", ["/job:worker/task:2"], None)
+  assert report(lambda: first) is first
+  assert report(lambda: second) is first
+  assert reported == [first]
+
+
+def test_a_later_signal_keeps_the_first_one_recorded():
+  import signal
+  import time
+  from t2tlite.train import preemption
+  with preemption.StopSignals() as stop:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(0.05)  # Python runs the handler between bytecodes
+    # A Ctrl-C after SIGTERM: the stop already asked for, no exit.
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.05)
+    assert stop.requested == "SIGTERM"
+
+
+def test_worker_lost_error_names_peers_and_the_checkpoint(tmp_path):
+  from t2tlite.train import peer_watch, preemption
+  cluster = tf.train.ClusterSpec({"chief": ["h0:2000"],
+                                  "worker": ["h1:2001", "h2:2002"]})
+  # What the messages read of a multi-worker strategy: its cluster.
+  strategy = types.SimpleNamespace(
+      cluster_resolver=tf.distribute.cluster_resolver.SimpleClusterResolver(
+          cluster, task_type="chief", task_id=0))
+  output_dir = str(tmp_path)
+  tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),
+                             output_dir, 3).save(checkpoint_number=12)
+  lost = {"/job:worker/task:0": peer_watch.REFUSED,
+          "/job:worker/task:1": peer_watch.SILENT}
+  error = preemption.worker_lost_error(strategy, output_dir, lost, 30.0,
+                                       "when a collective failed: x")
+  assert error.lost_tasks == list(lost) and error.tf_error is None
+  assert str(error) == (
+      "/job:worker/task:0 is gone: its address h1:2001 refuses "
+      "connections; /job:worker/task:1 (h2:2002) has not answered for 30 s "
+      "(when a collective failed: x). /job:chief/task:0 stopped training. "
+      f"The newest checkpoint is {output_dir}/ckpt-12 (step 12); restarting "
+      "every worker with the same command resumes from it.")
