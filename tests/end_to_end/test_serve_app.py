@@ -44,6 +44,7 @@ def test_sampled_translations_are_one_string_a_line(client):
   lines = multi30k_lines("en", 2) + [" "]
   several = _post(client, {"lines": lines,
                            "decode_hparams": SAMPLING + ",num_samples=3"})
+  assert list(several) == ["translations"]  # no n-best unless asked
   assert [type(t) for t in several["translations"]] == [str, str, str]
   assert several["translations"][2] == ""
   with_n_best = _post(client, {"lines": lines, "n_best": True,

@@ -313,6 +313,12 @@ def test_api_answers_bad_requests_with_4xx_and_keeps_serving(served,
        "--max_beam_size"),
       (json.dumps({"lines": ["a" * 150] * 4 * 8}).encode(), 413,
        "--max_request_bytes"),
+      # The export's own graph refuses it; the answer names its line.
+      (json.dumps({"lines": ["a", "b"],
+                   "target_prefixes": ["Ein", "\u65e5\u672c"]}).encode(),
+       400, re.escape("target_prefixes: target prefix 2 ('\u65e5\u672c'): "
+                      "the target vocabulary cannot encode (it holds a "
+                      "piece the vocabulary does not know)")),
   ]
   for body, status, message in bad:
     code, answer = _post(api, body)

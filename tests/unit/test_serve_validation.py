@@ -2,6 +2,7 @@
 model needed)."""
 import json
 import os
+import re
 
 import pytest
 
@@ -134,3 +135,34 @@ def test_a_serving_limit_out_of_range_is_named(flag, value, expected):
     with pytest.raises(ValueError) as error:
       command._limits()
   assert str(error.value) == f"--{flag}={value}: expected {expected}"
+
+
+def test_app_answers_what_it_cannot_do_in_one_json_line(tmp_path):
+  """Over an export whose run folder is gone: decode hparams of its own
+  are a bad request (400), as are unknown pages and methods (404, 405)."""
+  from t2tlite.decode.settings import DecodeHParams
+  from t2tlite.export.layout import METADATA_FILE
+  from t2tlite.serve import app as app_lib
+  os.makedirs(tmp_path / "1" / os.path.dirname(METADATA_FILE))
+  (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
+  (tmp_path / "1" / METADATA_FILE).write_text(json.dumps({
+      "checkpoint": str(tmp_path / "gone" / "ckpt-1"),
+      "problem": "translate_ende_wmt",
+      "decode_hparams": vars(DecodeHParams(beam_size=2))}))
+  client = app_lib.make_app(ModelSource.open(str(tmp_path)),
+                            validation.Limits()).test_client()
+  for method, path, body, status, message in (
+      ("post", "/api/translate", {"lines": ["A dog."],
+                                  "decode_hparams": "beam_size=1"}, 400,
+       "^these decode hparams need the run folder the export came from"),
+      ("post", "/api/attention", {"line": "A dog."}, 400,
+       "^attention maps need the run folder"),
+      ("post", "/api/nothing", {}, 404, "^no such page: /api/nothing$"),
+      ("get", "/api/translate", None, 405,
+       "^GET is not allowed on /api/translate$")):
+    answer = getattr(client, method)(path, json=body)
+    assert answer.status_code == status, (path, answer.get_json())
+    assert re.search(message, answer.get_json()["error"]), path
+  info = client.get("/api/info").get_json()
+  assert info["model"]["export"] == str(tmp_path / "1")
+  assert info["limits"]["max_lines"] == validation.Limits().max_lines

@@ -1,0 +1,139 @@
+"""What t2t-serve serves (t2tlite.serve.model_source): which run an export
+comes from, what an export answers without that run, and how a request's
+errors are named. Exports here are metadata only (no model is loaded)."""
+import dataclasses
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from t2tlite.decode.settings import DecodeHParams
+from t2tlite.export import serving_module
+from t2tlite.export.layout import METADATA_FILE
+from t2tlite.serve import model_source
+from t2tlite.serve.model_source import ModelSource, PrefixError, RequestError
+
+from run_folder import needs_multi30k
+from shared_run import shared_run_folder
+
+EXPORT_DECODE = "beam_size=2,alpha=0.6,extra_length=5"
+LANGUAGES = {"de": "<2de>", "fr": "<2fr>"}
+
+
+def fake_run(folder):
+  """A folder a run folder's files name (empty: never read here)."""
+  os.makedirs(folder)
+  for name in ("hparams.json", "run.json", "vocab.model"):
+    open(os.path.join(folder, name), "w").close()
+  return str(folder)
+
+
+def fake_export(version, checkpoint, decode=EXPORT_DECODE,
+                target_languages=None):
+  """An export version folder of a SavedModel never loaded, with the
+  metadata t2t-exporter writes."""
+  os.makedirs(os.path.join(version, os.path.dirname(METADATA_FILE)))
+  open(os.path.join(version, "saved_model.pb"), "wb").close()
+  metadata = {"checkpoint": checkpoint, "problem": "translate_ende_wmt",
+              "decode_hparams": dataclasses.asdict(
+                  DecodeHParams.parse(decode)),
+              "precision": "float32",
+              "target_languages": target_languages or {}}
+  with open(os.path.join(version, METADATA_FILE), "w") as f:
+    json.dump(metadata, f)
+  return str(version)
+
+
+def test_an_export_finds_the_run_of_its_checkpoint(tmp_path):
+  run = fake_run(tmp_path / "run")
+  for checkpoint in ("ckpt-5", "averaged/ckpt-5", "best/ckpt-3"):
+    export = tmp_path / checkpoint.replace("/", "_")
+    fake_export(export / "1", os.path.join(run, checkpoint))
+    source = ModelSource.open(str(export))
+    assert (source.saved_model_dir, source.run_folder) == (
+        str(export / "1"), run)
+  # A checkpoint in no run folder: the export alone.
+  fake_export(tmp_path / "alone" / "1", str(tmp_path / "gone" / "ckpt-5"))
+  assert ModelSource.open(str(tmp_path / "alone")).run_folder is None
+
+
+def test_an_export_without_its_run_answers_only_its_own_settings(tmp_path):
+  checkpoint = str(tmp_path / "gone" / "ckpt-7")
+  source = ModelSource.open(fake_export(tmp_path / "1", checkpoint))
+  # A request's overrides go on top of the export's settings.
+  hp = source.decode_hparams("extra_length=3")
+  assert (hp.beam_size, hp.alpha, hp.extra_length) == (2, 0.6, 3)
+  with pytest.raises(RequestError) as error:
+    source.translate(["A dog."], hp)
+  assert str(error.value) == (
+      f"these decode hparams need the run folder the export came from (its "
+      f"metadata names checkpoint {checkpoint}, not found); serve a run "
+      "folder, or send no decode_hparams")
+  with pytest.raises(RequestError, match="^attention maps need the run"):
+    source.attention("A dog.")
+  with pytest.raises(RequestError, match="decode hparam 'beam'"):
+    source.decode_hparams("beam=3")
+  info = source.info()
+  assert (info["run_folder"], info["layers"], info["n_best"]) == (
+      None, None, False)
+  assert info["decode_hparams"]["beam_size"] == 2
+
+
+def test_the_n_best_of_an_export_returning_beams_needs_no_run(tmp_path):
+  gone = str(tmp_path / "gone" / "ckpt-1")
+  beams = ModelSource.open(fake_export(
+      tmp_path / "beams" / "1", gone, EXPORT_DECODE + ",return_beams=true"))
+  one = ModelSource.open(fake_export(tmp_path / "one" / "1", gone))
+  assert beams.info()["n_best"] and not one.info()["n_best"]
+  # Checking prefixes is left to the export's own graph where it answers.
+  beams.check_prefixes(["A dog."], beams.base_hparams, True, ["Ein"])
+  with pytest.raises(RequestError, match="^the n-best need the run folder"):
+    one.check_prefixes(["A dog."], one.base_hparams, True, ["Ein"])
+
+
+def test_a_mixtures_export_tags_each_line_with_its_language(tmp_path):
+  source = ModelSource.open(fake_export(
+      tmp_path / "1", str(tmp_path / "ckpt-1"), target_languages=LANGUAGES))
+  assert source.info()["target_languages"] == ["de", "fr"]
+  assert source.tag_lines(["A dog.", "<2fr> Un chien."], ["de", None]) == [
+      "<2de> A dog.", "<2fr> Un chien."]
+  with pytest.raises(RequestError, match="de, fr"):
+    source.tag_lines(["A dog."], ["xx"])
+  with pytest.raises(RequestError, match="de, fr"):
+    source.tag_lines(["A dog."])
+
+
+def test_an_exports_graph_tags_lines_as_the_model_source(tmp_path):
+  """translate_to_language tags in the graph what t2t-serve tags in
+  Python before calling serving_default: the same text either way."""
+  source = ModelSource.open(fake_export(
+      tmp_path / "1", str(tmp_path / "ckpt-1"), target_languages=LANGUAGES))
+  lines = ["A dog.", "<2fr> Un chien.", "<2fr> Un chat.", "  ",
+           "A <2de> in it.", "<2de>"]
+  targets = ["de", None, "de", None, "fr", None]
+  graph = serving_module.tag_inputs(
+      tf.constant(lines), tf.constant([t or "" for t in targets]),
+      LANGUAGES)
+  assert [t.decode() for t in graph.numpy()] == source.tag_lines(lines,
+                                                                 targets)
+
+
+@needs_multi30k
+def test_a_refused_prefix_is_named_by_its_line_number(tmp_path_factory):
+  """The reason of an export's prefix check, read from the error of its
+  in-graph assertion, named with the request's line as the run folder's
+  check names it."""
+  from t2tlite.data.vocab import Vocabulary
+  folder = shared_run_folder(tmp_path_factory)
+  vocab = Vocabulary.from_file(os.path.join(folder, "vocab.model"))
+  ids = tf.function(lambda prefixes: serving_module.prefix_ids(vocab,
+                                                               prefixes))
+  assert ids(tf.constant(["", "Ein"])).shape[0] == 2
+  with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+    ids(tf.constant(["Ein", "\u65e5\u672c"]))
+  error = PrefixError(model_source._assertion(raised.value.message))
+  assert str(error.named(1, "\u65e5\u672c")) == (
+      "target_prefixes: target prefix 2 ('\u65e5\u672c'): the target "
+      "vocabulary cannot encode (it holds a piece the vocabulary does not "
+      "know)")
