@@ -378,12 +378,13 @@ def load_models(output_dir, paths, dtype=None):
   Raises:
     FileNotFoundError: a member without a checkpoint.
     ValueError: members of different problems or vocabularies.
+    DamagedCheckpointError: a member's checkpoint cannot be read.
   """
   members = resolve_members(output_dir, paths)
   models = []
   for info, checkpoint in members:
     model = build_run_model(info, dtype=dtype)
-    make_checkpoint(model).restore(checkpoint).expect_partial()
+    restore(make_checkpoint(model), checkpoint).expect_partial()
     models.append(model)
   return models, members[0][0], [checkpoint for _, checkpoint in members]
 

@@ -1,8 +1,9 @@
 """A damaged newest checkpoint (its data file truncated, as a full disk or a
 killed copy leaves it): t2t-trainer resumes from the newest intact one and
 says which it skipped; t2t-decoder names the damaged file in one line, and
-so do the averaging behind t2t-avg-checkpoints and the export behind
-t2t-exporter (which loads the run as t2t-decoder does)."""
+so do the averaging behind t2t-avg-checkpoints, the export behind
+t2t-exporter (which loads the run as t2t-decoder does) and an ensemble's
+members."""
 import shutil
 
 import pytest
@@ -57,7 +58,8 @@ def test_decoder_names_the_damaged_file_in_one_line(damaged_run):
 
 @pytest.mark.timeout(400)
 def test_averaging_and_export_name_the_damaged_file(damaged_run, tmp_path):
-  """The errors t2t-avg-checkpoints and t2t-exporter print as one line, as
+  """The errors t2t-avg-checkpoints, t2t-exporter and an ensemble's
+  loading (t2t-decoder's --checkpoint_path=A,B) print as one line, as
   t2t-decoder does above (a ValueError: console.run's one line)."""
   from t2tlite import run_dir
   from t2tlite.export.exporter import export_saved_model
@@ -67,7 +69,11 @@ def test_averaging_and_export_name_the_damaged_file(damaged_run, tmp_path):
       ("averaging", lambda: average_checkpoints(
           str(output_dir), 2, averaged_dir=str(tmp_path / "averaged"))),
       ("export", lambda: export_saved_model(
-          str(output_dir), export_dir=str(tmp_path / "export")))):
+          str(output_dir), export_dir=str(tmp_path / "export"))),
+      # An ensemble whose second member is the run's newest checkpoint.
+      ("ensemble", lambda: run_dir.load_models(
+          str(output_dir), [f"{output_dir}/ckpt-{STEPS - 1}",
+                            str(output_dir)]))):
     with pytest.raises(run_dir.DamagedCheckpointError) as error:
       call()
     assert str(error.value).startswith(

@@ -243,7 +243,8 @@ def _bf16_cpu_device(monkeypatch, tmp_path, speedups):
   monkeypatch.setattr(hardware, "_gpus", lambda: ())
   monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
   measured = iter(speedups)
-  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup", lambda: next(measured))
+  monkeypatch.setattr(bfloat16_check, "bfloat16_speedup",
+                      lambda: next(measured))
   return lambda **kw: hardware.describe_device.__wrapped__(**kw)
 
 
@@ -373,3 +374,44 @@ def test_the_speedup_is_the_median_ratio_after_the_warm_up(monkeypatch):
   monkeypatch.setattr(bfloat16_check, "matmul_timer",
                       lambda dtype, n: lambda: next(seconds[dtype]))
   assert bfloat16_check.bfloat16_speedup(pairs=3, warmup_pairs=2) == 2.2
+
+
+def test_the_announcement_says_whether_onednn_computes(caplog):
+  choice = precision.choose("float32", ZEN3)
+  assert choice.onednn.startswith("oneDNN on")
+  with caplog.at_level(logging.INFO, logger="absl"):
+    precision.announce(choice, "Decoding")
+  assert [r.getMessage() for r in caplog.records] == [
+      f"Decoding computes in float32 (mixed_precision=float32): "
+      f"{choice.reason}; {choice.onednn}."]
+
+
+def test_a_gpu_computing_bfloat16_takes_any_precision_without_warning():
+  """The GPU decides, not its host CPU (here without a bfloat16 flag)."""
+  for requested in precision.PRECISIONS:
+    choice = precision.choose(requested, A100)
+    assert choice.precision == requested and choice.warning is None
+  assert precision.choose("auto", A100).reason == (
+      "GPU NVIDIA A100-SXM4-40GB (compute capability 8.0) computes bfloat16 "
+      "natively")
+
+
+def test_a_lower_case_isa_cap_below_avx2_rules_int8_out():
+  capped = dataclasses.replace(
+      ZEN4, isa_cap="avx",
+      cpu_flags=hardware.usable_cpu_flags(ZEN4.cpu_flags, "avx"))
+  support = precision.int8_support(capped)
+  assert not support.available
+  assert "ONEDNN_MAX_CPU_ISA=avx" in support.reason
+
+
+def test_this_machines_isa_cap_hides_its_bfloat16_flags(tmp_path,
+                                                        monkeypatch):
+  """No speedup is measured for flags oneDNN may not use."""
+  describe = _bf16_cpu_device(monkeypatch, tmp_path, [])
+  monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+  device = describe()
+  assert device.isa_cap == "AVX2"
+  assert device.cpu_flags == {"avx2", "avx512f"}
+  assert device.bfloat16_speedup is None
+  assert precision.choose("auto", device).precision == "float32"

@@ -112,3 +112,10 @@ def test_worker_timeout_must_be_positive():
   with pytest.raises(ValueError, match="^worker_timeout_secs=0: expected a "
                      "positive number of seconds"):
     strategy_lib.make_strategy(0, tf_config="", worker_timeout_secs=0)
+
+
+def test_tf_config_is_read_from_the_environment(monkeypatch):
+  from t2tlite.train import strategy as strategy_lib
+  monkeypatch.setenv("TF_CONFIG", "{not json")
+  with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
+    strategy_lib.make_strategy(0)
