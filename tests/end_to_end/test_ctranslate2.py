@@ -157,6 +157,32 @@ def test_unsupported_models_are_refused_with_one_line(tmp_path_factory):
     ct2_export.export_ctranslate2(folder)
 
 
+@pytest.mark.parametrize("pieces, wrong", [
+    (["<pad>", "<s>", "<unk>", "a"], "id 1 is '<s>': expected '</s>'"),
+    (["<pad>", "</s>", "<s>", "a"], "id 2 is '<s>': expected '<unk>'")])
+def test_a_vocabulary_without_t2tlites_special_ids_is_refused(pieces,
+                                                              wrong):
+  with pytest.raises(ValueError) as error:
+    ct2_export._special_pieces(pieces, "target")
+  assert str(error.value).startswith(f"the target vocabulary's {wrong}")
+  ct2_export._special_pieces(["<pad>", "</s>", "<unk>", "a"], "target")
+
+
+def test_exported_sinusoids_reach_past_the_training_length():
+  """Sinusoids have no length limit in t2tlite: the table CTranslate2
+  reads has SINUSOID_POSITIONS rows, the positions' own values; a learned
+  table has its max_length rows."""
+  from t2tlite.layers.embedding import PositionEncoding
+  for kind, rows in (("sinusoid", ct2_export.SINUSOID_POSITIONS),
+                     ("learned", 16)):
+    layer = PositionEncoding(kind, max_length=16)
+    layer.build((None, None, 8))
+    config = TINY.replace(position_encoding=kind, max_length=16)
+    table = ct2_export._positions(layer, config)
+    assert table.shape == (rows, 8) and table.dtype == np.float32
+    np.testing.assert_allclose(table, layer.encodings(0, rows).numpy())
+
+
 def test_ctranslate2_greedy_search_with_a_target_prefix_equals_t2tlite(
     exported):
   """decode/prefix.py against CTranslate2's target_prefix: the same output

@@ -1,6 +1,7 @@
 """The command layer's helpers: library argument names become flag names,
 TensorFlow's start-up notices are told from other stderr lines, log lines
-are short, modules load at their first use."""
+are short, modules load at their first use; console.run's one-line errors,
+required and path flags, and --help."""
 import os
 import sys
 
@@ -184,3 +185,71 @@ def test_a_misspelt_lazy_module_is_not_found_at_once(probe_package):
                      match="No module named 'lazy_probe.chlid'"):
     lazy.module("lazy_probe.chlid")
   assert "lazy_probe.chlid" not in sys.modules
+
+
+# console.run, in this process, as t2t-serve's main would call it.
+
+
+@pytest.fixture
+def serve_command(monkeypatch):
+  """Runs console.run over t2t-serve's flags with a command line; yields
+  run(body, argv, **kwargs) -> the exit code."""
+  from absl import app
+  from absl import logging as absl_logging
+  app.define_help_flags()  # before the command's flags are counted
+  # absl's one-time set-up (its log handler, faulthandler) is not redone.
+  monkeypatch.setattr(app._run_init, "done", True)  # noqa: SLF001
+  handler = absl_logging.get_absl_handler()
+  monkeypatch.setattr(handler, "formatter", handler.formatter)
+  monkeypatch.setattr(sys.modules["__main__"], "__doc__", None)
+  with command_flags.command_module("t2tlite.bin.t2t_serve") as command:
+
+    def run(body, argv, **kwargs):
+      monkeypatch.setattr(sys, "argv", ["t2t-serve"] + argv)
+      with pytest.raises(SystemExit) as exit_:
+        console.run(body, command.__name__, **kwargs)
+      return exit_.value.code
+    yield run
+
+
+def test_an_expected_failure_is_one_line_naming_the_command_and_flags(
+    serve_command, capsys):
+  def body():
+    raise FileNotFoundError("model=/x/run: no such folder")
+  assert serve_command(body, ["--model=/x/run"]) == 1
+  assert capsys.readouterr().err == (
+      "t2t-serve: error: --model=/x/run: no such folder\n")
+
+
+def test_a_required_flag_given_empty_is_missing(serve_command, capsys):
+  ran = []
+  assert serve_command(lambda: ran.append(1), ["--model="],
+                       required=["model"]) == 1
+  assert ran == []
+  assert capsys.readouterr().err == (
+      f"t2t-serve: error: --model is required: {flags.FLAGS['model'].help}\n")
+
+
+def test_a_home_in_a_path_flag_is_expanded(serve_command, monkeypatch,
+                                           tmp_path):
+  monkeypatch.setenv("HOME", str(tmp_path))
+  seen = []
+
+  def body():
+    seen.append((flags.FLAGS.model, flags.FLAGS.host))
+  assert serve_command(body, ["--model=~/run", "--host=~"],
+                       path_flags=["model"]) == 0
+  assert seen == [(f"{tmp_path}/run", "~")]
+
+
+def test_help_exits_0_but_a_bad_flag_before_a_help_argument_exits_1(
+    serve_command, capsys):
+  assert serve_command(lambda: None, ["--help"]) == 0
+  out = capsys.readouterr().out
+  # The command's docstring, then its flags, without absl's header line
+  # naming the program.
+  assert out.startswith("t2t-serve: a page and JSON API to translate")
+  assert "\nflags:\n\n" in out and "--max_batch_lines" in out
+  assert "\nt2t-serve:\n" not in out
+  # After "--", "--help" is an argument, not a request for help.
+  assert serve_command(lambda: None, ["--no_such_flag", "--", "--help"]) == 1

@@ -209,8 +209,9 @@ def test_peers_that_answer_are_never_lost_and_the_thread_ends():
 
 def test_no_peers_no_thread():
   before = threading.active_count()
-  with peer_watch.PeerWatch([], 1.0, lambda lost: None,
-                            lambda peers, t: [peer_watch.ANSWERED] * len(peers)):
+  with peer_watch.PeerWatch(
+      [], 1.0, lambda lost: None,
+      lambda peers, t: [peer_watch.ANSWERED] * len(peers)):
     assert threading.active_count() == before
 
 
@@ -224,6 +225,23 @@ def test_collectives_wait_past_the_watch():
     assert collective > peer_watch.refused_bound_secs(timeout_secs) + 0.5
   assert peer_watch.refused_bound_secs(120) <= 10
   assert peer_watch.refused_bound_secs(1) == peer_watch.bound_secs(1)
+
+
+def test_a_loss_found_while_the_watch_ends_is_not_reported():
+  """A round whose probe returns after the `with` block was left reports
+  nothing: the caller has stopped waiting on its peers. (Its peer is lost
+  by then: a timeout of 0 s.)"""
+  probing, found = threading.Event(), []
+
+  def probe(peers, timeout_secs):
+    probing.set()
+    watch._stop.wait(5)  # returns once the block below is left
+    return [peer_watch.SILENT] * len(peers)
+  watch = peer_watch.PeerWatch(PEERS, 0.0, found.append, probe,
+                               probe_secs=0.05, interval_secs=0.001)
+  with watch:
+    assert probing.wait(5)
+  assert found == []
 
 
 # ---- classification with real sockets ---------------------------------------
@@ -260,6 +278,22 @@ def test_address_refuses_only_when_nothing_listens():
     proc.kill()
     proc.wait(timeout=10)
     assert peer_watch.address_refuses(f"127.0.0.1:{port}", 2.0)
+
+
+def test_an_unreachable_address_is_not_a_refusal():
+  # A multicast group takes no TCP connection: the attempt fails (no
+  # route) or times out, with no name to resolve, but nothing refuses it.
+  assert not peer_watch.address_refuses("224.0.0.1:8470", 0.5)
+
+
+def test_a_bracketed_ipv6_address_is_probed():
+  try:
+    with socket.socket(socket.AF_INET6) as closed:
+      closed.bind(("::1", 0))
+      port = closed.getsockname()[1]
+  except OSError as error:
+    pytest.skip(f"no IPv6 loopback: {error}")
+  assert peer_watch.address_refuses(f"[::1]:{port}", 2.0)
 
 
 def test_after_a_failed_collective_a_refusing_address_is_refused():

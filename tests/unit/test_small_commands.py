@@ -1,7 +1,8 @@
 """The small commands' own work, run in this process: t2t-attention's checks
 of --input and --target and its maps of each input, t2t-datagen's progress
 lines and --data_dir check, t2t-parse-eval's --reference list and its
-alignment with --prediction, t2t-report's --report_file."""
+alignment with --prediction, t2t-report's --report_file, t2t-serve's
+limits and server from its flags and its check of the serving extra."""
 import io
 import os
 import sys
@@ -224,3 +225,63 @@ def test_report_is_written_where_report_file_says(tmp_path, capsys):
   assert capsys.readouterr().out == f"{page}\n"
   assert "d_model" in page.read_text(encoding="utf-8")
   assert os.listdir(run) == ["hparams.json"]
+
+
+# t2t-serve
+
+
+def test_serve_batch_flags_become_the_batchers_limits():
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_serve", batch_window_ms=20.0, max_batch_lines=3,
+      max_batch_tokens=90, max_queued_lines=7,
+      request_timeout_secs=4.0) as command:
+    limits = command._batch_limits()
+  assert limits == command.BatchLimits(window_secs=0.02, max_lines=3,
+                                       max_tokens=90, max_queued_lines=7,
+                                       timeout_secs=4.0)
+
+
+@pytest.mark.parametrize("port, valid", [(0, True), (65535, True),
+                                         (65536, False), (-1, False)])
+def test_serve_port_is_0_to_65535(port, valid):
+  with command_flags.command_module("t2tlite.bin.t2t_serve",
+                                    port=port) as command:
+    if valid:
+      assert command._limits().max_lines == command.FLAGS.max_lines
+    else:
+      with pytest.raises(ValueError, match=f"--port={port}: expected "):
+        command._limits()
+
+
+def _wsgi_app(environ, start_response):
+  start_response("204 No Content", [])
+  return []
+
+
+@pytest.mark.parametrize("threads, expected", [(0, 7 + 3 + 8), (5, 5)])
+def test_serve_listens_with_its_thread_and_connection_flags(threads,
+                                                            expected):
+  """0 threads: one per queued line and per line of a batch, and 8 more."""
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_serve", host="127.0.0.1", port=0, threads=threads,
+      max_queued_lines=7, max_batch_lines=3, max_connections=11) as command:
+    server = command._listen(_wsgi_app, command._limits())
+  try:
+    assert server.adj.threads == expected
+    assert server.adj.connection_limit == 11
+    assert int(server.effective_port) > 0  # port 0: a free one
+  finally:
+    server.close()
+
+
+@pytest.mark.parametrize("blocked", ["waitress", "flask",
+                                     "prometheus_client"])
+def test_serve_without_a_serving_package_names_the_extra(monkeypatch,
+                                                         capsys, blocked):
+  monkeypatch.setitem(sys.modules, blocked, None)  # its import fails
+  with command_flags.command_module("t2tlite.bin.t2t_serve",
+                                    model="/no/such/model") as command:
+    assert command._run() == 2
+  assert capsys.readouterr().err == (
+      f"t2t-serve: error: the web server needs the serving extra ({blocked} "
+      "is not installed): pip install 't2tlite[serving]'\n")
