@@ -14,7 +14,7 @@ from t2tlite import create_hparams, registry
 from t2tlite import mixture as mixture_lib
 from t2tlite import problem as problem_lib
 from t2tlite.data import languages, pipeline, vocab_source
-from t2tlite.data.vocab import Vocabulary
+from t2tlite.data.vocab import Vocabulary, train_sentencepiece
 
 PLUGINS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "support",
                        "plugins")
@@ -291,3 +291,66 @@ def test_draws_follow_the_rates_and_the_seed():
   mixed = [int(i) for i in pipeline.mixed_examples(streams, [1, 3], seed=5)
            .take(4000).as_numpy_iterator()]
   assert mixed == draws
+
+
+def test_a_reversed_member_is_stored_with_its_sides_swapped(mixture):
+  mix = problem_lib.get_problem("plugin_copy_digits+plugin_reverse_digits_rev")
+  view = mix.views[1]
+  assert view.member.reverse and view.tag == "<2plugin_reverse_digits_rev>"
+  stored = list(view.member.generate_samples("dev", None))
+  assert list(view.generate_samples("dev", None)) == [
+      {"inputs": f"{view.tag} {s['targets']}", "targets": s["inputs"]}
+      for s in stored]
+  assert any(s["inputs"] != s["targets"] for s in stored)
+
+
+def test_members_of_different_metrics_and_vocabulary_sizes(mixture):
+  """The mixture's vocabulary is as large as its largest member's; members
+  scored by different metrics are followed by the mean of their scores."""
+  mix = problem_lib.get_problem("plugin_copy_digits+translate_ende_multi30k")
+  assert mix.vocab_size == 8000
+  assert mix.metric == "mean"
+
+
+def test_vocab_from_a_vocabulary_without_the_tags_is_refused(mixture,
+                                                            tmp_path):
+  source = str(tmp_path / "digits.model")
+  train_sentencepiece(lambda: iter(["1 2 3 4 5 6 7 8 9 0"]), source, None,
+                      model_type="word")
+  data_dir = tmp_path / "child"
+  with pytest.raises(problem_lib.DataError,
+                     match="lacks the tags <2cp>, <2plugin_reverse_digits> "
+                           f"of {re.escape(MIXTURE)}"):
+    mixture.generate_data(str(data_dir), vocab_from=source)
+  assert not os.path.exists(mixture.stored_vocab_file(str(data_dir)))
+
+
+def test_a_registered_mixture_stores_its_files_under_its_name(mixture,
+                                                             monkeypatch):
+  # Registered in a copy of the problems, dropped after the test.
+  monkeypatch.setattr(registry.problems, "_entries",
+                      dict(registry.problems._entries))
+
+  @problem_lib.register_problem("copy_and_reverse")
+  class CopyAndReverse(mixture_lib.MixtureProblem):
+    members = ("plugin_copy_digits", "plugin_reverse_digits")
+
+  mix = problem_lib.get_problem("copy_and_reverse")
+  assert isinstance(mix, CopyAndReverse)
+  assert mix.name == mix.data_name == "copy_and_reverse"
+  assert mix.vocab_file("/d") == "/d/vocab.copy_and_reverse.model"
+  assert [view.data_name for view in mix.views] == [
+      "copy_and_reverse.plugin_copy_digits",
+      "copy_and_reverse.plugin_reverse_digits"]
+
+
+def test_evaluation_reads_every_members_batches(mixture, data_dirs):
+  hp = create_hparams("transformer_tiny", "max_length=16")
+  tags = collections.Counter()
+  for batch in mixture.dataset(data_dirs[0], "dev", hp, training=False):
+    for row in batch["inputs"].numpy():
+      tags.update({3, 4} & set(row.tolist()))  # the tags' ids
+  expected = collections.Counter(
+      languages.line_language(source, KNOWN)
+      for source, _ in mixture.text_pairs(data_dirs[0], "dev"))
+  assert tags == {3: expected["cp"], 4: expected["plugin_reverse_digits"]}

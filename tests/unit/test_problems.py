@@ -342,3 +342,12 @@ def test_vocabulary_is_loaded_again_when_its_file_changes(tmp_path):
   stamp = os.stat(path).st_mtime_ns + 1_000_000_000
   os.utime(path, ns=(stamp, stamp))
   assert problem.vocabulary(str(tmp_path)).size == 8
+
+
+def test_dev_metric_samples_are_the_first_pairs_or_all():
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  pairs = [(str(i), str(i)[::-1]) for i in range(10, 15)]
+  assert problem.sample_pairs(pairs, 2) == pairs[:2]
+  assert problem.sample_pairs(pairs, 9) == pairs
+  for every in (0, -1):
+    assert problem.sample_pairs(pairs, every) == pairs

@@ -137,3 +137,25 @@ def test_usr_dirs_of_the_same_name_each_register_their_own(monkeypatch,
       del sys.modules[name]
   # The second folder's `from . import widgets` runs its own module.
   assert reg.names() == ["a_widget", "b_widget"]
+
+
+def test_error_message_is_shown_unquoted():
+  reg = registry.Registry("widget")
+  reg.add("alpha", 1)
+  with pytest.raises(registry.RegistryError) as error:
+    reg.get("zzzzzz")
+  assert str(error.value) == "Unknown widget 'zzzzzz'. Registered: alpha."
+
+
+def test_membership_loads_the_builtins_first(monkeypatch, tmp_path):
+  module = "membership_widgets_for_test"
+  (tmp_path / f"{module}.py").write_text(
+      "from t2tlite import registry\n"
+      "registry.widgets.add('builtin', 1)\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  reg = registry.Registry("widget", builtins=module)
+  monkeypatch.setattr(registry, "widgets", reg, raising=False)
+  try:
+    assert "builtin" in reg and "other" not in reg
+  finally:
+    sys.modules.pop(module, None)

@@ -190,3 +190,24 @@ def test_model_with_other_special_ids_is_refused(tmp_path):
     vocab_lib.Vocabulary.from_file(str(path))
   assert str(error.value) == (
       f"{path}: expected pad/eos/unk ids 0/1/2, found 0/3/2")
+
+
+def test_encode_text_adds_eos_only_when_asked(vocab, sentences):
+  processor = spm.SentencePieceProcessor(model_proto=vocab.model_proto)
+  expected = processor.encode(sentences[7])
+  assert vocab.encode_text(sentences[7], add_eos=False) == expected
+  assert vocab.encode_text(sentences[7]) == expected + [vocab_lib.EOS_ID]
+
+
+def test_too_large_size_becomes_the_largest_supported(sentences, tmp_path,
+                                                      caplog):
+  path = str(tmp_path / "v.model")
+  size = vocab_lib.train_sentencepiece(lambda: iter(sentences[:200]), path,
+                                       50_000)
+  # One piece more is again too many for sentencepiece.
+  caplog.clear()
+  with caplog.at_level(logging.WARNING):
+    again = vocab_lib.train_sentencepiece(lambda: iter(sentences[:200]),
+                                          path, size + 1)
+  assert again == size
+  assert any("too large" in r.getMessage() for r in caplog.records)
