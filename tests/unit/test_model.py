@@ -187,6 +187,21 @@ def test_pre_norm_encoder_output_is_layer_normalised(variant_model):
   np.testing.assert_allclose(memory.var(-1), 1.0, atol=1e-2)
 
 
+def test_pre_norm_decoder_output_is_layer_normalised_before_projection():
+  """The decoder's final layer norm feeds the tied projection: its bias b
+  adds b E^T to the logits of every position."""
+  model = tiny("norm_position=pre,num_layers=1")
+  features = {"inputs": tf.constant([[5, 6, 7, 8, 1]]),
+              "targets": tf.constant([[9, 10, 11, 1]])}
+  before = model(features).numpy()
+  beta = np.random.RandomState(2).standard_normal(model.config.d_model)
+  model.decoder_norm.beta.assign(beta.astype(np.float32))
+  shift = beta @ model.embedding.embeddings.numpy().T
+  np.testing.assert_allclose(model(features).numpy() - before,
+                             np.broadcast_to(shift, before.shape),
+                             rtol=1e-4, atol=1e-4)
+
+
 def test_feed_forward_is_relu_of_first_map_plus_bias_then_second_map():
   """Eq. (2), with biases other than their zero initialisation."""
   layer = FeedForward(d_ff=16)
@@ -365,6 +380,26 @@ def test_search_output_kernel_gives_the_logits_of_the_table(policy):
   tolerance = 1e-5 if policy == "float32" else 2**-7
   np.testing.assert_allclose(laid_out.numpy(), embedding.logits(x).numpy(),
                              rtol=tolerance, atol=tolerance)
+
+
+def test_embedding_table_has_standard_deviation_d_model_to_minus_half():
+  """So that lookups scaled by sqrt(d_model) have unit variance."""
+  keras.utils.set_random_seed(4)
+  embedding = SharedEmbedding(vocab_size=500, d_model=64)
+  embedding.build()
+  np.testing.assert_allclose(embedding.embeddings.numpy().std(), 64**-0.5,
+                             rtol=0.03)
+  lookups = embedding(tf.range(500)[tf.newaxis]).numpy()
+  np.testing.assert_allclose(lookups.var(), 1.0, rtol=0.06)
+
+
+def test_float_search_lays_out_the_output_projection_once(tiny_model):
+  """A float32 search multiplies by the table transposed, made with its
+  weights rather than at every step."""
+  table = tiny_model.embedding.embeddings
+  kernel = tiny_model.search_weights().output_kernel(table)
+  assert isinstance(kernel, FloatKernel)
+  np.testing.assert_array_equal(kernel.kernel.numpy(), table.numpy().T)
 
 
 @pytest.mark.parametrize("layer, args", [

@@ -77,6 +77,25 @@ def test_a_decoding_step_past_the_last_word_points_at_eos():
                              projected.numpy()[[0, 1], [3, 1]], atol=1e-6)
 
 
+def test_a_source_without_word_starts_points_at_its_first_position():
+  # Only word-continuing pieces and no EOS (a truncated source), or only
+  # padding (a batch's filler row): no word to point at but position 0.
+  layer = WordPointer(WORD_STARTS, WORD_TOKENS, 8)
+  layer.build()
+  inputs = tf.constant([[10, 11, 12, 0], [0, 0, 0, 0]])
+  positions, last = layer.word_positions(inputs)
+  assert last.numpy().tolist() == [0, 0]
+  memory = tf.random.normal([2, 4, 8], seed=3)
+  first = layer.project(memory).numpy()[:, 0]
+  vectors = layer(tf.constant([[0, 3, 4], [0, 7, 3]]), memory,
+                  inputs).numpy()
+  np.testing.assert_allclose(vectors, np.repeat(first[:, None], 3, axis=1),
+                             atol=1e-6)
+  step = layer.step(tf.constant([2, 1]), layer.project(memory), positions,
+                    last).numpy()
+  np.testing.assert_allclose(step[:, 0], first, atol=1e-6)
+
+
 @pytest.mark.parametrize("growing", [False, True])
 def test_cached_decoding_reproduces_full_forward(growing):
   model = pointer_model("norm_position=pre")
