@@ -242,3 +242,29 @@ def test_replan_log_shows_the_moves_that_matter_and_counts_all():
   once.replanned(510)
   assert once.summary(510) == ("final plan 510 steps (planned 500, "
                                "re-planned once)")
+
+
+def test_a_plan_may_be_re_estimated_once_measure_steps_steps_are_taken():
+  planner = budget.Planner(10, 100, 200)
+  planner.first_plan(50, 30.0, 0.1, 0.0, measured_from=30)
+  assert not planner.may_replan(50 + budget.MEASURE_STEPS - 1)
+  assert planner.may_replan(50 + budget.MEASURE_STEPS)
+
+
+def test_the_first_plan_records_the_cool_down_it_shortened(caplog):
+  # 2 minutes at 0.1 s a step hold about 1,100 steps: fewer than the
+  # 400-step warm-up and the 2,000-step cool-down.
+  caplog.set_level("INFO", logger="absl")
+  planner = budget.Planner(2, 400, 2000)
+  plan = planner.first_plan(20, 5.0, 0.1, 0.0, measured_from=1)
+  assert 400 + 500 <= plan.train_steps < 400 + 2000
+  assert plan.cooldown_steps == plan.train_steps - 400
+  assert (f"cool-down over the last {plan.train_steps - 400} steps "
+          "(shortened from 2000 to fit)") in caplog.text
+
+
+def test_a_ceiling_inside_the_warm_up_leaves_no_cool_down():
+  assert budget.cooldown_steps_for(200, 400, 1000) == 0
+  planner = budget.Planner(40 / 60, 400, 1000, max_steps=200)
+  plan = planner.first_plan(20, 5.0, 0.1, 0.0, measured_from=1)
+  assert (plan.train_steps, plan.cooldown_steps) == (200, 0)

@@ -75,3 +75,19 @@ def test_throughput_has_the_median_and_the_last_value():
                                        (300, 1000.0), (400, 1100.0),
                                        (500, 950.0)]})
   assert render._throughput(run) == [["tokens per sec", "1000", "950", 5]]
+
+
+def test_the_dev_metric_is_one_row_before_its_other_scores():
+  results = {"metric": "bleu", "bleu": 30.1, "step": 900, "accuracy": 0.6,
+             "scores": {"bleu": 30.1, "chrf": 55.0}, "chrf": 55.0,
+             "zeta": 1}
+  assert render._result_rows(results) == [
+      ["bleu", 30.1], ["chrf", 55.0], ["accuracy", 0.6], ["step", 900],
+      ["zeta", 1]]
+
+
+def test_checkpoint_sizes_are_in_mib():
+  checkpoint = collect.Checkpoint("/runs/r/ckpt-737", 737, 3 * 2**19, 0.0,
+                                  "run")
+  section = render._checkpoints_section(_run(checkpoints=[checkpoint]))
+  assert "<td>1.50 MiB</td>" in section
