@@ -168,6 +168,7 @@ def test_searches_for_picks_two_on_two_cores_and_one_on_a_gpu(monkeypatch):
   assert searches_for(DecodeHParams()) == 2
   assert searches_for(DecodeHParams(int8=True)) == 2
   assert searches_for(DecodeHParams(concurrent_searches=3)) == 3
+  assert searches_for(DecodeHParams(concurrent_searches=1)) == 1
   monkeypatch.setattr(machine.os, "sched_getaffinity", lambda pid: {0})
   assert searches_for(DecodeHParams()) == 1
   assert searches_for(DecodeHParams(concurrent_searches=2)) == 2

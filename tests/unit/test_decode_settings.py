@@ -30,6 +30,8 @@ def test_overrides_on_a_base_keep_the_bases_other_fields():
     ("beam_sise=2", "beam_sise"),
     ("beam_size=two", "beam_size='two': expected a int"),
     ("beam_size=0", "beam_size must be >= 1"),
+    ("batch_size=0", "batch_size must be >= 1, got 0"),
+    ("num_samples=3", "num_samples=3 samples: it needs sampling_temperature"),
     ("top_k=5", "top_k=5 samples"),
 ])
 def test_a_bad_override_names_itself(overrides, message):

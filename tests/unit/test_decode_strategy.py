@@ -19,6 +19,7 @@ SAMPLING = dict(sampling_temperature=1.0, sampling_seed=3)
 @pytest.mark.parametrize("hparams, kind, outputs, rows, listed", [
     (dict(beam_size=1), strategy.Greedy, 1, 1, False),
     (dict(beam_size=1, return_beams=True), strategy.Greedy, 1, 1, True),
+    (dict(beam_size=2), strategy.Beam, 1, 2, False),
     (dict(beam_size=3), strategy.Beam, 1, 3, False),
     (dict(beam_size=3, return_beams=True), strategy.Beam, 3, 3, True),
     (dict(SAMPLING), strategy.Sample, 1, 1, False),
@@ -43,6 +44,16 @@ def test_the_strategy_says_how_many_outputs_an_input_gets(
   assert strategy.of(every).outputs_per_input == rows
   assert every == (hp if hp.sampling else
                    DecodeHParams(**dict(hparams, return_beams=True)))
+
+
+def test_a_plan_carries_each_output_limit_of_its_hparams():
+  hp = DecodeHParams(beam_size=2, extra_length=7, min_length=3,
+                     no_repeat_ngram_size=2, concurrent_searches=1)
+  plan = strategy.DecodePlan.from_settled(machine.settle(hp))
+  assert plan.limits == strategy.OutputLimits(
+      extra_length=7, min_length=3, no_repeat_ngram_size=2)
+  assert plan.strategy == strategy.Beam(size=2, alpha=0.6, return_beams=False)
+  assert plan.concurrent_searches == 1 and not plan.int8
 
 
 def test_epsilon_sampling_is_a_strategy_of_its_own():
