@@ -245,6 +245,29 @@ def test_bracketed_predictions_and_word_mismatch():
   assert (other.sentences, other.unscored) == (0, 1)
 
 
+def test_extra_predicted_brackets_cost_precision_and_the_exact_match():
+  gold = next(trees.parse_trees("(S (NP (NNP John)) (VP (VBZ runs)))"))
+  # Every gold bracket, and a second VP over "runs".
+  scores = parsing_f1.evaluate(["(S (NP XX )NP (VP (VP XX )VP )VP )S"],
+                               [gold])
+  assert (scores.matched_brackets, scores.gold_brackets,
+          scores.predicted_brackets) == (3, 3, 4)
+  assert scores.recall == 1.0 and scores.precision == 0.75
+  assert scores.exact_matches == 0
+
+
+def test_bracketed_predictions_are_normalized_as_gold_trees_are():
+  # Function tags are stripped and empty elements removed, as in the gold.
+  gold = trees.normalize(next(trees.parse_trees(
+      "(S (NP-SBJ (NNP John)) (VP (VBZ runs)))")))
+  scores = parsing_f1.evaluate(
+      ["(S (NP-SBJ-1 (XX John)) (VP (XX runs) (NP (-NONE- *T*-1))))"],
+      [gold])
+  assert (scores.sentences, scores.unscored, scores.exact_matches) == (
+      1, 0, 1)
+  assert scores.f1 == 1.0
+
+
 WSJ = SHARED_DATA / "wsj_sample"
 
 

@@ -8,6 +8,7 @@ import os
 import sys
 
 from absl import flags
+from absl.testing import flagsaver
 import pytest
 import tensorflow as tf
 
@@ -21,6 +22,8 @@ from shared_run import run_copy
 
 DECODER = "t2tlite.bin.t2t_decoder"
 EXPORTER = "t2tlite.bin.t2t_exporter"
+TRAINER = "t2tlite.bin.t2t_trainer"
+PLUGINS = os.path.abspath("tests/support/plugins")
 # One search: settling then leaves TensorFlow's threads alone.
 ONE_SEARCH = "concurrent_searches=1"
 
@@ -162,3 +165,101 @@ def test_ctranslate2_export_refuses_the_saved_models_settings(
   assert str(error.value).startswith(
       f"{named}: not for --export_format=ctranslate2 (CTranslate2 takes")
   assert not os.path.exists(os.path.join(folder, "ctranslate2"))
+
+
+def digit_vocabulary(folder):
+  """A sentencepiece vocabulary of one piece a digit."""
+  from t2tlite.data import vocab as vocab_lib
+  path = str(folder / "digits.model")
+  vocab_lib.train_sentencepiece(
+      lambda: iter(" ".join(str((i + j) % 10) for j in range(i % 9 + 1))
+                   for i in range(50)), path, None, model_type="word")
+  return vocab_lib.Vocabulary.from_file(path)
+
+
+def test_length_warning_names_the_first_line_longer_than_training(
+    tmp_path, capsys):
+  vocab = digit_vocabulary(tmp_path)
+  with command_flags.command_module(DECODER) as command:
+    # "1 2 3" and its EOS are 4 tokens, as long as the longest training
+    # example: no warning.
+    warning = command._LengthWarning(vocab, 4)
+    warning.check(["1 2 3", "4", ""])
+    assert capsys.readouterr().err == ""
+    warning.check(["1", "1 2 3 4", "5", "1 2 3 4 5 6"])
+    assert capsys.readouterr().err == (
+        "t2t-decoder: warning: 2 input line(s) are longer than any training "
+        "example (line 2: 5 tokens; the longest training example had 4, "
+        "EOS included); their outputs are likely wrong.\n")
+    warning.check(["1 2 3 4 5 6"])  # once only
+    assert capsys.readouterr().err == ""
+
+
+def test_decode_to_file_may_be_in_the_working_folder_not_a_missing_one(
+    tmp_path, monkeypatch):
+  source = tmp_path / "in.en"
+  source.write_text("A dog.\n", encoding="utf-8")
+  monkeypatch.chdir(tmp_path)
+  missing = str(tmp_path / "gone" / "out.de")
+  with command_flags.command_module(
+      DECODER, decode_from_file=str(source),
+      decode_to_file="out.de") as command:
+    assert command._read_input() == (["A dog."], None)
+    with flagsaver.flagsaver(decode_to_file=missing):
+      with pytest.raises(FileNotFoundError) as error:
+        command._read_input()
+  assert str(error.value) == (
+      f"--decode_to_file={missing}: folder {tmp_path / 'gone'} does not "
+      "exist")
+
+
+def test_decoder_refuses_a_problem_the_run_was_not_trained_on(tmp_path):
+  folder = fake_run(str(tmp_path / "run"), "translate_ende_wmt")
+  source = tmp_path / "in.en"
+  source.write_text("A dog.\n", encoding="utf-8")
+  with command_flags.command_module(
+      DECODER, output_dir=folder, decode_from_file=str(source),
+      problem="parsing_wsj", decode_hparams=ONE_SEARCH) as command:
+    with pytest.raises(ValueError) as error:
+      command._run()
+  assert str(error.value) == (
+      f"--problem=parsing_wsj, but {folder} was trained on "
+      "translate_ende_wmt; leave --problem out to use the trained one.")
+
+
+def saved_training(folder, problem, model="transformer", **recorded):
+  """A run folder as t2t-trainer leaves it before its first checkpoint:
+  run.json (with the `recorded` flags) and hparams.json."""
+  fake_run(folder, problem)
+  run_dir.write_run_info(folder, TINY, problem, 20,
+                         os.path.join(folder, "source.model"),
+                         flags=recorded, model=model)
+  return folder
+
+
+def test_trainer_restart_refuses_another_problem(tmp_path):
+  folder = saved_training(str(tmp_path / "run"), "translate_ende_wmt",
+                          data_dir=str(tmp_path / "data"))
+  with command_flags.command_module(
+      TRAINER, problem="algorithmic_reverse") as command:
+    with pytest.raises(console.CommandError) as error:
+      command._resolve_setup(folder)
+  assert str(error.value) == (
+      f"{folder} holds a run of --problem=translate_ende_wmt, not "
+      "algorithmic_reverse; use another --output_dir.")
+
+
+def test_trainer_restart_reads_run_json_but_a_given_data_dir_wins(
+    tmp_path):
+  saved_data, new_data = str(tmp_path / "data"), str(tmp_path / "moved")
+  folder = saved_training(str(tmp_path / "run"), "translate_ende_wmt",
+                          model="plugin_postnorm_transformer",
+                          data_dir=saved_data, t2t_usr_dir=PLUGINS)
+  with command_flags.command_module(TRAINER) as command:
+    problem, model, hp, data_dir, saved = command._resolve_setup(folder)
+    assert (problem.name, model, data_dir) == (
+        "translate_ende_wmt", "plugin_postnorm_transformer", saved_data)
+    assert hp.to_dict() == TINY.to_dict()
+    assert saved["t2t_usr_dir"] == PLUGINS
+    with flagsaver.flagsaver(data_dir=new_data):
+      assert command._resolve_setup(folder)[3] == new_data

@@ -91,21 +91,59 @@ def test_line_limit_and_alone_requests_split_batches():
   assert batcher.drain(10)
 
 
-def test_token_limit_counts_padding():
+@pytest.mark.parametrize("requests, batches", [
+    # 2 lines x 3 tokens fit in 6; a third line would make 9.
+    ((["aaa"], ["b"], ["cc"]), [["aaa", "b"], ["cc"]]),
+    # A longer later line pads the one before it: 2 x 4 tokens = 8.
+    ((["a"], ["bbbb"]), [["a"], ["bbbb"]])])
+def test_token_limit_counts_padding(requests, batches):
   decode = Recorder()
   batcher = batching.Batcher(decode, batching.BatchLimits(
       window_secs=0.05, max_lines=10, max_tokens=6), cost=len).start()
   blocker = _busy(batcher, decode)
   results, threads = [], []
-  for lines in (["aaa"], ["b"], ["cc"]):
+  for lines in requests:
     threads.append(_submit_later(batcher, results, "k", lines))
     assert poll(lambda n=len(threads): batcher.queued_requests() == n, 10)
   decode.hold.set()
   for thread in threads + [blocker]:
     thread.join(10)
-  # 2 lines x 3 tokens fit in 6; a third line would make 9.
-  assert [lines for _, lines in decode.batches[1:]] == [["aaa", "b"], ["cc"]]
+  assert [lines for _, lines in decode.batches[1:]] == batches
   assert batcher.drain(10)
+
+
+def test_a_batch_at_the_line_limit_does_not_wait_for_its_window():
+  decode = Recorder()
+  batcher = _batcher(decode, window_secs=30.0, max_lines=2)
+  results = []
+  submitted = _submit_later(batcher, results, "k", ["a", "b"])
+  submitted.join(3)
+  answered_at_once = not submitted.is_alive()
+  assert batcher.drain(10)  # (a batch still waiting is decoded now)
+  assert answered_at_once and results == [["A", "B"]]
+
+
+def test_a_decode_answering_more_results_than_lines_fails_its_batch():
+  batcher = _batcher(lambda key, lines: list(lines) + ["extra"],
+                     window_secs=0.001)
+  with pytest.raises(RuntimeError,
+                     match="^decode returned 2 results for 1 lines$"):
+    batcher.submit("k", ["a"])
+  assert batcher.drain(10)
+
+
+def test_the_observer_counts_the_lines_of_each_batch():
+  from t2tlite.serve.metrics import ServeMetrics
+  metrics = ServeMetrics()
+  batcher = batching.Batcher(
+      Recorder(), batching.BatchLimits(window_secs=0.001),
+      observer=metrics).start()
+  assert batcher.submit("k", ["a", "b", "c"]) == ["A", "B", "C"]
+  assert batcher.drain(10)
+  value = metrics.registry.get_sample_value
+  assert value("t2t_serve_sentences_total") == 3
+  assert value("t2t_serve_batch_lines_count") == 1
+  assert value("t2t_serve_batch_lines_sum") == 3
 
 
 def test_a_full_queue_refuses_at_once_and_a_deadline_takes_a_request_out():
