@@ -109,6 +109,11 @@ def test_parse_response_without_text_outputs_names_the_flag():
   response.outputs["logits"].CopyFrom(tf.make_tensor_proto([1.0]))
   with pytest.raises(ValueError, match="signature_name"):
     query.parse_predict_response(response)
+  # Outputs without their scores are no text signature's answer either.
+  response.outputs["outputs"].CopyFrom(tf.make_tensor_proto([b"a"]))
+  with pytest.raises(ValueError, match=r"^The response has no scores "
+                     r"output \(it has \['logits', 'outputs'\]\)"):
+    query.parse_predict_response(response)
 
 
 def test_query_returns_the_decoder_outputs(served):
