@@ -14,7 +14,8 @@ class _DigitLines(Text2TextProblem):
   metric = "exact_match"
 
   def generate_samples(self, split, tmp_dir, raw_data_dir=None):
-    rng = random.Random(f"{split}-{self.name}")
+    # The registered name: NAME_rev generates the same lines (swapped).
+    rng = random.Random(f"{split}-{self.data_name}")
     for _ in range(self.sizes[split]):
       digits = [str(rng.randrange(10)) for _ in range(rng.randint(1, 6))]
       yield {"inputs": " ".join(digits), "targets": " ".join(
