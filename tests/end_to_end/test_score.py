@@ -9,6 +9,7 @@ import t2tlite
 from t2tlite.decode.scoring import PairScore, Scorer
 
 import command_flags
+from line_files import write_lines
 
 from outputs_differ import assert_outputs_differ
 from run_folder import multi30k_lines, needs_multi30k
@@ -36,19 +37,14 @@ def run_score(*args):
                         env=user_env(), timeout=180)
 
 
-def write(path, lines):
-  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-  return path
-
-
 @pytest.mark.timeout(200)
 def test_t2t_score_writes_scores_in_input_order(trained, tmp_path):
   folder, model, vocab = trained
   sources, targets = pairs()
   out = tmp_path / "scores.txt"
   run = run_score(f"--output_dir={folder}",
-                  f"--source_file={write(tmp_path / 's', sources)}",
-                  f"--target_file={write(tmp_path / 't', targets)}",
+                  f"--source_file={write_lines(tmp_path / 's', sources)}",
+                  f"--target_file={write_lines(tmp_path / 't', targets)}",
                   f"--scores_file={out}", "--per_token", "--batch_size=2")
   assert run.returncode == 0, run.stderr[-3000:]
   lines = out.read_text(encoding="utf-8").splitlines()
@@ -77,8 +73,8 @@ def test_t2t_score_bad_pairs_fail_with_one_line(trained, tmp_path, targets,
   sources, _ = pairs()
   out = tmp_path / "scores.txt"
   run = run_score(f"--output_dir={folder}",
-                  f"--source_file={write(tmp_path / 's', sources)}",
-                  f"--target_file={write(tmp_path / 't', targets)}",
+                  f"--source_file={write_lines(tmp_path / 's', sources)}",
+                  f"--target_file={write_lines(tmp_path / 't', targets)}",
                   f"--scores_file={out}")
   assert run.returncode == 1
   error = run.stderr.strip().splitlines()[-1]
@@ -97,8 +93,8 @@ def test_scores_line_holds_total_normalized_and_tokens():
 
 
 def test_empty_pair_line_is_named_before_the_model_loads(tmp_path):
-  source = write(tmp_path / "s", ["a", "b", "c"])
-  target = write(tmp_path / "t", ["x", "   ", "z"])
+  source = write_lines(tmp_path / "s", ["a", "b", "c"])
+  target = write_lines(tmp_path / "t", ["x", "   ", "z"])
   with command_flags.command_module(
       "t2tlite.bin.t2t_score", source_file=str(source),
       target_file=str(target), scores_file=str(tmp_path / "out")) as command:
@@ -106,7 +102,7 @@ def test_empty_pair_line_is_named_before_the_model_loads(tmp_path):
       command._read_pairs()
     assert str(error.value).startswith(f"--target_file={target} line 2 is "
                                        "empty")
-    write(tmp_path / "t", ["x", "y", "z"])
+    write_lines(tmp_path / "t", ["x", "y", "z"])
     assert command._read_pairs() == (["a", "b", "c"], ["x", "y", "z"])
 
 

@@ -9,6 +9,7 @@ import sacrebleu
 
 import command_flags
 from corpora import SHARED_DATA
+from line_files import write_lines
 
 from t2tlite.data import trees
 from t2tlite.evaluate import bleu, moses_bleu, parsing_f1
@@ -30,14 +31,9 @@ def read_gz(path):
     return f.read().splitlines()
 
 
-def write(path, lines):
-  path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-  return str(path)
-
-
 def test_bleu_equals_sacrebleu(tmp_path):
-  report = bleu.file_bleu(write(tmp_path / "hyp", TRANSLATIONS),
-                          write(tmp_path / "ref", REFERENCES))
+  report = bleu.file_bleu(write_lines(tmp_path / "hyp", TRANSLATIONS),
+                          write_lines(tmp_path / "ref", REFERENCES))
   expected = sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES])
   assert report.cased.score == pytest.approx(expected.score, abs=1e-9)
   assert str(report.cased) == str(expected)
@@ -88,8 +84,8 @@ def test_bleu_on_real_multi30k_lines():
 
 @pytest.mark.timeout(120)
 def test_t2t_bleu_command(tmp_path):
-  hyp = write(tmp_path / "hyp", TRANSLATIONS)
-  ref = write(tmp_path / "ref", REFERENCES)
+  hyp = write_lines(tmp_path / "hyp", TRANSLATIONS)
+  ref = write_lines(tmp_path / "ref", REFERENCES)
   run = subprocess.run(
       [sys.executable, "-m", "t2tlite.bin.t2t_bleu", f"--translation={hyp}",
        f"--reference={ref}"], capture_output=True, text=True, check=True)
@@ -125,9 +121,10 @@ def test_lowercase_tokenized_bleu_equals_sacrebleu_on_tokens():
 
 @pytest.mark.timeout(120)
 def test_t2t_bleu_tokenized_reference(tmp_path):
-  hyp = write(tmp_path / "hyp", TRANSLATIONS)
-  ref = write(tmp_path / "ref", REFERENCES)
-  tok = write(tmp_path / "ref.tok", moses_bleu.moses_tokenize(REFERENCES, "en"))
+  hyp = write_lines(tmp_path / "hyp", TRANSLATIONS)
+  ref = write_lines(tmp_path / "ref", REFERENCES)
+  tok = write_lines(tmp_path / "ref.tok",
+                    moses_bleu.moses_tokenize(REFERENCES, "en"))
   command = [sys.executable, "-m", "t2tlite.bin.t2t_bleu",
              f"--translation={hyp}", f"--reference={ref}",
              f"--tokenized_reference={tok}"]
@@ -145,8 +142,8 @@ def test_t2t_bleu_tokenized_reference(tmp_path):
 @pytest.mark.timeout(120)
 def test_t2t_bleu_expands_a_leading_tilde(tmp_path):
   # `--flag=~/x` reaches the command unexpanded; it expands it.
-  write(tmp_path / "hyp", TRANSLATIONS)
-  write(tmp_path / "ref", REFERENCES)
+  write_lines(tmp_path / "hyp", TRANSLATIONS)
+  write_lines(tmp_path / "ref", REFERENCES)
   run = subprocess.run(
       [sys.executable, "-m", "t2tlite.bin.t2t_bleu", "--translation=~/hyp",
        "--reference=~/ref"], capture_output=True, text=True,
@@ -157,8 +154,8 @@ def test_t2t_bleu_expands_a_leading_tilde(tmp_path):
 
 
 def test_t2t_bleu_misaligned_reference_names_both_flags(tmp_path):
-  hyp = write(tmp_path / "hyp", TRANSLATIONS)
-  short = write(tmp_path / "short", REFERENCES[:3])
+  hyp = write_lines(tmp_path / "hyp", TRANSLATIONS)
+  short = write_lines(tmp_path / "short", REFERENCES[:3])
   with command_flags.command_module(
       "t2tlite.bin.t2t_bleu", translation=hyp, reference=short,
       tokenized_reference=short) as command:
@@ -172,8 +169,8 @@ def test_t2t_bleu_misaligned_reference_names_both_flags(tmp_path):
 
 
 def test_misaligned_files_fail_naming_both(tmp_path):
-  short = write(tmp_path / "short", TRANSLATIONS[:2])
-  ref = write(tmp_path / "ref", REFERENCES)
+  short = write_lines(tmp_path / "short", TRANSLATIONS[:2])
+  ref = write_lines(tmp_path / "ref", REFERENCES)
   with pytest.raises(ValueError, match=r".*short has 2 lines "
                      r"but .*ref has 4"):
     bleu.file_bleu(short, ref)
@@ -198,8 +195,8 @@ PREDICTIONS = [
 
 
 def test_f1_equals_a_hand_count(tmp_path):
-  gold = parsing_f1.read_reference_trees([write(tmp_path / "gold.mrg",
-                                                [GOLD])])
+  gold = parsing_f1.read_reference_trees(
+      [write_lines(tmp_path / "gold.mrg", [GOLD])])
   scores = parsing_f1.evaluate(PREDICTIONS, gold)
   # Hand count; word positions exclude the final "." (punctuation, deleted).
   # 1 "The cat sat on the mat": gold S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6);
@@ -284,15 +281,15 @@ def test_gold_sequences_score_100_on_real_trees():
 
 
 def test_linearized_reference_is_rejected(tmp_path):
-  path = write(tmp_path / "targets.txt", ["(S (NP XX )NP )S"])
+  path = write_lines(tmp_path / "targets.txt", ["(S (NP XX )NP )S"])
   with pytest.raises(ValueError, match="linearized sequences"):
     parsing_f1.read_reference_trees([path])
 
 
 @pytest.mark.timeout(120)
 def test_t2t_parse_eval_command(tmp_path):
-  gold = write(tmp_path / "gold.mrg", [GOLD])
-  pred = write(tmp_path / "pred.txt", PREDICTIONS)
+  gold = write_lines(tmp_path / "gold.mrg", [GOLD])
+  pred = write_lines(tmp_path / "pred.txt", PREDICTIONS)
   run = subprocess.run(
       [sys.executable, "-m", "t2tlite.bin.t2t_parse_eval",
        f"--prediction={pred}", f"--reference={gold}"],

@@ -11,6 +11,7 @@ from absl import app
 import pytest
 
 import command_flags
+from line_files import write_lines
 from run_folder import TINY, needs_multi30k
 from shared_run import shared_run_folder
 from t2tlite.bin import console
@@ -140,14 +141,9 @@ PREDICTIONS = ["(S (NP XX XX )NP (VP XX )VP XX )S",
                "(S (NP XX XX )NP XX )S"]
 
 
-def _write(path, lines):
-  path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-  return str(path)
-
-
 def test_parse_eval_reads_each_reference_part_in_order(tmp_path):
-  first = _write(tmp_path / "a.mrg", TREES[:1])
-  second = [_write(tmp_path / f"b{n}.mrg", [tree])
+  first = write_lines(tmp_path / "a.mrg", TREES[:1])
+  second = [write_lines(tmp_path / f"b{n}.mrg", [tree])
             for n, tree in enumerate(TREES[1:], 1)]
   with command_flags.command_module("t2tlite.bin.t2t_parse_eval") as command:
     # Spaces after commas and an empty part are allowed.
@@ -162,7 +158,7 @@ def test_parse_eval_reads_each_reference_part_in_order(tmp_path):
 def test_parse_eval_expands_the_home_of_each_reference_part(tmp_path,
                                                            monkeypatch):
   monkeypatch.setenv("HOME", str(tmp_path))
-  paths = [_write(tmp_path / f"{n}.mrg", [tree])
+  paths = [write_lines(tmp_path / f"{n}.mrg", [tree])
            for n, tree in enumerate(TREES[:2])]
   with command_flags.command_module("t2tlite.bin.t2t_parse_eval") as command:
     assert command.reference_paths("~/0.mrg, ~/1*.mrg") == paths
@@ -170,8 +166,8 @@ def test_parse_eval_expands_the_home_of_each_reference_part(tmp_path,
 
 def test_parse_eval_scores_predictions_against_every_reference_file(
     tmp_path, capsys):
-  prediction = _write(tmp_path / "pred.txt", PREDICTIONS)
-  reference = ",".join(_write(tmp_path / f"{n}.mrg", [tree])
+  prediction = write_lines(tmp_path / "pred.txt", PREDICTIONS)
+  reference = ",".join(write_lines(tmp_path / f"{n}.mrg", [tree])
                        for n, tree in enumerate(TREES))
   with command_flags.command_module(
       "t2tlite.bin.t2t_parse_eval", prediction=prediction,
@@ -185,10 +181,10 @@ def test_parse_eval_scores_predictions_against_every_reference_file(
 
 @pytest.mark.parametrize("predicted", [2, 4])
 def test_parse_eval_wants_a_prediction_per_tree(tmp_path, predicted):
-  prediction = _write(tmp_path / "pred.txt", (PREDICTIONS * 2)[:predicted])
+  prediction = write_lines(tmp_path / "pred.txt", (PREDICTIONS * 2)[:predicted])
   with command_flags.command_module(
       "t2tlite.bin.t2t_parse_eval", prediction=prediction,
-      reference=_write(tmp_path / "gold.mrg", TREES)) as command:
+      reference=write_lines(tmp_path / "gold.mrg", TREES)) as command:
     with pytest.raises(ValueError) as error:
       command._run()
   assert str(error.value).startswith(
