@@ -1,6 +1,7 @@
 """bench/mutants.py: a mutant is applied to a copy of the repository, never
 to the checkout; killed where its tests fail, a survivor without a reason
-fails the run, and a mutant whose text is not found once is an error."""
+fails the run, and a mutant whose text is not found once is an error. And
+bench/mutants.json still applies to the code as it is."""
 import json
 import pathlib
 import subprocess
@@ -62,3 +63,25 @@ def test_mutants_run_on_a_copy(tmp_path):
                         "errors": 1}
   assert (repo / "calc.py").read_text() == (
       "def add(a, b):\n  return a + b\n")
+
+
+def test_every_listed_mutant_applies_and_names_tests_that_exist():
+  """bench/mutants.json against the code as it is: each mutant's text is
+  found once in its file and changes it, and each test it names exists (a
+  refactoring that moves the text or renames a test shows here, not only
+  in the list's long run)."""
+  root = BENCH.parent
+  mutants = json.loads((BENCH / "mutants.json").read_text())
+  stale = []
+  for index, mutant in enumerate(mutants):
+    source = (root / mutant["file"]).read_text(encoding="utf-8")
+    if source.count(mutant["old"]) != 1 or mutant["new"] == mutant["old"]:
+      stale.append((index, mutant["file"], "text"))
+    for test in mutant["tests"]:
+      path, _, name = test.partition("::")
+      test_source = (root / path).read_text(encoding="utf-8") if (
+          root / path).is_file() else ""
+      if not test_source or (
+          name and f"def {name.split('[')[0]}(" not in test_source):
+        stale.append((index, test, "test"))
+  assert mutants and not stale, stale
