@@ -12,10 +12,11 @@ CACHE_DIR_ENV = "T2TLITE_CACHE_DIR"
 
 def cache_folder():
   """t2tlite's cache folder: $T2TLITE_CACHE_DIR, else
-  $XDG_CACHE_HOME/t2tlite, else ~/.cache/t2tlite (not created here)."""
-  return os.environ.get(CACHE_DIR_ENV) or os.path.join(
-      os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-      "t2tlite")
+  $XDG_CACHE_HOME/t2tlite, else ~/.cache/t2tlite (not created here); an
+  absolute path, since the processes a command starts are told it."""
+  return os.path.abspath(os.path.expanduser(
+      os.environ.get(CACHE_DIR_ENV) or os.path.join(
+          os.environ.get("XDG_CACHE_HOME") or "~/.cache", "t2tlite")))
 
 
 def _temporary_name(path):

@@ -105,6 +105,7 @@ def can_make(path):
   nearest existing ancestor is a writable folder). TensorFlow makes it
   when it first keeps a program, so a command that compiles nothing
   leaves no folder behind."""
+  path = os.path.abspath(path)  # a relative path's ancestors end at ""
   while not os.path.exists(path):
     parent = os.path.dirname(path)
     if parent == path:

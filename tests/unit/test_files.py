@@ -23,6 +23,13 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
         tmp_path / "home" / ".cache" / "t2tlite")
   monkeypatch.setenv(files.CACHE_DIR_ENV, str(tmp_path / "mine"))
   assert files.cache_folder() == str(tmp_path / "mine")
+  # Relative, it is made absolute: commands pass it to the processes they
+  # start, and say whether it can be made (a folder not there yet).
+  monkeypatch.chdir(tmp_path)
+  monkeypatch.setenv(files.CACHE_DIR_ENV, "cache")
+  assert files.cache_folder() == str(tmp_path / "cache")
+  from t2tlite import xla_cache
+  assert xla_cache.can_make(os.path.join("cache", "xla", "tf-1"))
 
 
 def test_a_text_file_is_replaced_whole(tmp_path):
