@@ -53,14 +53,6 @@ def summarize(token_scores, targets):
           "lengths": lengths, "token_scores": token_scores}
 
 
-def with_eos(ragged_ids):
-  """int32 RaggedTensor [batch, None] -> int32 [batch, len]: each row, EOS,
-  0-padded."""
-  eos = tf.fill([ragged_ids.nrows(), 1], tf.constant(EOS_ID,
-                                                      ragged_ids.dtype))
-  return tf.concat([ragged_ids, eos], axis=1).to_tensor(default_value=PAD_ID)
-
-
 @dataclasses.dataclass(frozen=True)
 class PairScore:
   """One pair's scores: total log-probability, its mean per target token

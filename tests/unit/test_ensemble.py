@@ -63,3 +63,24 @@ def test_the_ensemble_averages_log_probabilities(tiny_model, other_model):
                              rtol=1e-5, atol=1e-5)
   outputs, _ = search(ensemble, "beam")
   assert outputs.shape[:2] == (3, 3)
+
+
+def test_learned_positions_stop_the_ensemble_at_the_shortest_table(
+    tiny_model, other_model):
+  tf.keras.utils.set_random_seed(3)
+  hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
+               max_length=16, position_encoding="learned")
+  short = build_model(hp, vocab_size=40)
+  for members in ([other_model, short], [short, other_model],
+                  [tiny_model, short, other_model]):
+    config = Ensemble(members).config
+    assert (config.position_encoding, config.max_length) == ("learned", 16)
+  assert Ensemble([tiny_model, other_model]).config.max_length == 64
+
+
+def test_an_int8_ensemble_quantizes_every_member(tiny_model, other_model):
+  ensemble = Ensemble([tiny_model, other_model])
+  assert [w.int8 for w in ensemble.search_weights(int8=True).members] == [
+      True, True]
+  assert [w.int8 for w in ensemble.search_weights().members] == [False,
+                                                                 False]

@@ -29,9 +29,22 @@ def test_a_run_with_a_target_vocabulary_of_its_own_loads_both(
     tmp_path_factory):
   folder = shared_run_folder(tmp_path_factory, separate_target_vocab=True)
   run = run_decoding.load_run(folder)
+  assert not run.ensemble
   # The inputs' vocabulary has 300 pieces, the targets' 250
   # (make_run_folder): each is read from its own file.
   assert run.vocab.size == run.info.vocab_size == 300
   assert run.target_vocab.size == run.info.target_vocab_size == 250
   assert run.target_vocab.path == run.info.target_vocab_file
   assert run.model.target_vocab_size == run.target_vocab.size
+
+
+@needs_multi30k
+def test_members_given_as_a_list_or_tuple_load_an_ensemble(
+    tmp_path_factory):
+  folder = shared_run_folder(tmp_path_factory, separate_target_vocab=True)
+  for members in ([folder, folder], (folder, folder)):
+    run = run_decoding.load_run(folder, members)
+    assert run.ensemble
+    assert len(run.model.models) == 2
+    first, second = run.checkpoint.split(",")
+    assert first == second and first.startswith(folder)
