@@ -16,9 +16,9 @@ import numpy as np
 # The names a run folder gives its vocabulary copies (t2tlite.run_dir).
 RUN_VOCAB_FILE = "vocab.model"
 RUN_TARGET_VOCAB_FILE = "vocab.targets.model"
-# How far above a checkpoint its run folder may lie (RUN/ckpt-N, RUN/best/
-# ckpt-N, RUN/averaged/ckpt-N).
-_MAX_LEVELS_UP = 2
+# How far above a checkpoint's folder its run folder may lie: RUN/ckpt-N 0,
+# RUN/best/ckpt-N and RUN/averaged/ckpt-N 1.
+_MAX_LEVELS_UP = 1
 
 
 class VocabSourceError(ValueError):
@@ -41,8 +41,9 @@ class VocabSource:
 
 def find_run_folder(path):
   """The run folder holding `path` (a run folder, a folder of checkpoints
-  inside one, or a checkpoint prefix), or None: the nearest folder, at most
-  two levels up, with a vocab.model."""
+  inside one, or a checkpoint prefix), or None: the nearest folder with a
+  vocab.model, from the checkpoint's folder (or `path`'s own) up to one
+  level above it."""
   folder = path if os.path.isdir(path) else os.path.dirname(path)
   for _ in range(_MAX_LEVELS_UP + 1):
     if os.path.isfile(os.path.join(folder, RUN_VOCAB_FILE)):

@@ -462,3 +462,74 @@ def test_summary_report_names_each_vocabulary_and_the_skips():
   row = lines[4].split()
   assert row[:5] == ["train", "1,200", "5,000", "6,100", "2"]
   assert lines[4].endswith(" (1 kept)  3 empty line (e.g. a:1; a:5)")
+
+
+def test_a_vocabulary_of_the_requested_size_names_no_request():
+  summary = {
+      "problem": "p", "data_dir": "/d",
+      "vocab": {"file": "/d/vocab.p.model", "type": "bpe", "size": 32,
+                "requested": 32, "reused": False},
+      "splits": {"dev": {
+          "examples": 5, "input_tokens": 20, "target_tokens": 21,
+          "skipped": {}, "skipped_where": {}, "shards": 1,
+          "reused_shards": 0}}}
+  lines = datagen.format_summary(summary).splitlines()
+  assert lines[1] == "  vocabulary (trained): /d/vocab.p.model, bpe, 32 pieces"
+  assert lines[3].split() == ["dev", "5", "20", "21", "1", "none"]
+
+
+def test_parallel_files_of_different_lengths_are_refused_either_way(
+    tmp_path):
+  from t2tlite.data import text_files
+  from t2tlite.data.samples import DataError
+  short, long = tmp_path / "train.en", tmp_path / "train.de"
+  short.write_text("a\nb\n")
+  long.write_text("c\nd\ne\n")
+  for first, second in ((short, long), (long, short)):
+    with pytest.raises(DataError, match="Misaligned") as error:
+      next(text_files.read_parallel_lines(str(first), str(second)))
+    counts = {first: 2 if first == short else 3,
+              second: 2 if second == short else 3}
+    for path, count in counts.items():
+      assert f"{path} has {count} lines" in str(error.value)
+
+
+def test_vocab_from_a_checkpoint_finds_its_run_folder(tmp_path):
+  """RUN/ckpt-N, RUN/best/ckpt-N (or one of its files) and RUN/best all
+  name RUN's vocabulary, and nothing above RUN is looked at; a bare .model
+  file is itself."""
+  from t2tlite.data import vocab_source
+  run = tmp_path / "run"
+  (run / "best").mkdir(parents=True)
+  (run / vocab_source.RUN_VOCAB_FILE).write_bytes(b"model")
+  for name in ("ckpt-7.index", "ckpt-7.data-00000-of-00001"):
+    (run / name).write_bytes(b"x")
+    (run / "best" / name).write_bytes(b"x")
+  expected = vocab_source.VocabSource(
+      inputs=str(run / vocab_source.RUN_VOCAB_FILE), run_folder=str(run))
+  for path in (run, run / "ckpt-7", run / "best", run / "best" / "ckpt-7",
+               run / "best" / "ckpt-7.index"):
+    assert vocab_source.resolve(str(path)) == expected, path
+  bare = tmp_path / "other.model"
+  bare.write_bytes(b"model")
+  assert vocab_source.resolve(str(bare)) == vocab_source.VocabSource(
+      inputs=str(bare))
+  with pytest.raises(vocab_source.VocabSourceError, match="vocab_from="):
+    vocab_source.resolve(str(tmp_path / "nowhere" / "ckpt-7"))
+  # A run without a vocabulary in a folder of runs that has one: not the
+  # folder above the run's own.
+  lost = run / "runs" / "lost"
+  (lost / "best").mkdir(parents=True)
+  (run / "runs" / vocab_source.RUN_VOCAB_FILE).write_bytes(b"model")
+  with pytest.raises(vocab_source.VocabSourceError, match="vocab_from="):
+    vocab_source.resolve(str(lost / "best" / "ckpt-7"))
+
+
+def test_vocabulary_files_of_one_size_but_other_bytes_differ(tmp_path):
+  from t2tlite.data import vocab_source
+  a, b, c = (tmp_path / name for name in ("a.model", "b.model", "c.model"))
+  a.write_bytes(b"pieces: x y z")
+  b.write_bytes(b"pieces: x y w")
+  c.write_bytes(b"pieces: x y z")
+  assert not vocab_source.same_file_contents(str(a), str(b))
+  assert vocab_source.same_file_contents(str(a), str(c))

@@ -223,3 +223,25 @@ def test_tree_of_empty_elements_is_skipped_by_its_number(tmp_path):
   assert samples[1] == Skipped("tree with only empty elements",
                                f"{path}: tree 2")
   assert samples[2] == {"inputs": "dog", "targets": "(NP NN )NP"}
+
+
+def test_outer_root_bracket_is_removed_whatever_its_label():
+  for root in ("", "ROOT", "TOP"):
+    raw = next(trees.parse_trees(f"({root} (S (NP (NN a)) (VP (VBZ b))))"))
+    assert str(trees.normalize(raw)) == "(S (NP (NN a)) (VP (VBZ b)))", root
+
+
+def test_strict_delinearize_refuses_a_closing_of_another_label():
+  with pytest.raises(ValueError, match=r"\)VP closes \(NP"):
+    trees.delinearize("(S (NP NNP )VP VBZ )S", ["John", "has"])
+  # Repaired, it closes the innermost bracket.
+  repaired = trees.delinearize("(S (NP NNP )VP VBZ )S", ["John", "has"],
+                               strict=False)
+  assert str(repaired) == "(S (NP (NNP John)) (VBZ has))"
+
+
+def test_repaired_words_beyond_the_tags_join_the_root():
+  words = ["John", "has", "a", "dog", "."]
+  short = trees.delinearize("(S (NP NNP )NP VBZ )S", words, strict=False)
+  assert str(short) == ("(S (NP (NNP John)) (VBZ has) (XX a) (XX dog) "
+                        "(XX .))")

@@ -176,3 +176,30 @@ def test_per_replica_batches_with_mirrored_strategy(tmp_path):
     assert len(step) == 2  # one batch per replica
     for size, length in step:
       assert size * length <= 256  # the budget is per replica
+
+
+def test_batch_size_of_one_longest_example_is_accepted():
+  pipeline.check_batch_size(24, 24)
+  with pytest.raises(ValueError, match="max_length=24"):
+    pipeline.check_batch_size(23, 24)
+
+
+def test_examples_are_padded_to_the_smallest_bucket_that_holds_them():
+  # Buckets 8, 9, 10, ..., 22, 24 (bucket_lengths(24)); 48 tokens a batch
+  # hold 6 examples of length 8, 4 of length 10 and 2 of length 24.
+  lengths = [8] * 6 + [10] * 4 + [24] * 2
+  examples = [list(range(3, 2 + n)) + [1] for n in lengths]
+
+  def generate():
+    for ids in examples:
+      yield {"inputs": ids, "targets": ids[::-1]}
+
+  spec = tf.TensorSpec([None], tf.int32)
+  dataset = tf.data.Dataset.from_generator(
+      generate, output_signature={"inputs": spec, "targets": spec})
+  batches = list(pipeline.batch_examples(dataset, 48, 24))
+  assert sorted(b["inputs"].shape.as_list() for b in batches) == [
+      [2, 24], [4, 10], [6, 8]]
+  rows = [tuple(row[row != 0]) for b in batches
+          for row in b["inputs"].numpy()]
+  assert sorted(rows) == sorted(tuple(ids) for ids in examples)
