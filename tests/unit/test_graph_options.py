@@ -89,13 +89,15 @@ def test_one_round_keeps_the_threads_other_options():
   config = config_pb2.ConfigProto(inter_op_parallelism_threads=3)
   config.graph_options.rewrite_options.constant_folding = REWRITER.OFF
   eager.function_call_options = context.FunctionCallOptions(
-      executor_type=own.executor_type, config_proto=config)
+      executor_type="SINGLE_THREADED_EXECUTOR", config_proto=config)
   try:
     with graph_options.one_round():
+      options = eager.function_call_options
       inside = config_pb2.ConfigProto.FromString(
-          eager.function_call_options.config_proto_serialized)
+          options.config_proto_serialized)
   finally:
     eager.function_call_options = own
+  assert options.executor_type == "SINGLE_THREADED_EXECUTOR"
   assert inside.inter_op_parallelism_threads == 3
   assert inside.graph_options.rewrite_options.constant_folding == REWRITER.OFF
   assert_search_rewrite(inside.graph_options.rewrite_options)

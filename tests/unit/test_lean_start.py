@@ -2,9 +2,12 @@
 TensorFlow and Keras import (notebook display, image galleries and
 loading, legacy HDF5 and sparse support) hidden while TensorFlow loads,
 importable after."""
+import contextlib
 import gc
+import importlib.machinery
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -124,9 +127,43 @@ def test_the_first_import_runs_inside_the_context(tmp_path, monkeypatch):
     import probe_main
     assert probe_main.probe_optional is None
     assert sys.meta_path == meta_path  # the hook stepped aside
+    # Python's own loader, as without the hook (it reads the module's
+    # data, and a reload runs outside the context).
+    assert type(probe_main.__loader__) is importlib.machinery.SourceFileLoader
+    assert probe_main.__spec__.loader is probe_main.__loader__
     import probe_optional
     assert probe_optional.__name__ == "probe_optional"
   finally:
     sys.meta_path[:] = meta_path
     for name in ("probe_main", "probe_optional"):
       sys.modules.pop(name, None)
+
+
+def test_no_hook_is_left_for_a_package_imported_before():
+  meta_path = list(sys.meta_path)
+  try:
+    import_hooks.around_first_import(("probe_never_imported", "json"),
+                                     contextlib.nullcontext)
+    assert sys.meta_path == meta_path
+  finally:
+    sys.meta_path[:] = meta_path
+
+
+def test_info_is_dropped_from_a_packages_folder_not_its_namesakes(
+    tmp_path, monkeypatch):
+  """As tensorflow's folder is not tensorflow_datasets' (the commands
+  drop the INFO records of tensorflow, keras and tensorflow_text)."""
+  for name in ("probe_lib", "probe_lib_extra"):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  drop = quiet._DropLibraryInfo(quiet._package_dirs(["probe_lib"]))
+
+  def kept(level, package):
+    return drop.filter(logging.LogRecord(
+        "absl", level, str(tmp_path / package / "saving.py"), 1, "m", (),
+        None))
+
+  assert not kept(logging.INFO, "probe_lib")
+  assert kept(logging.WARNING, "probe_lib")
+  assert kept(logging.INFO, "probe_lib_extra")

@@ -6,7 +6,9 @@ warning. Decoders made here stand for later processes: each registers the
 kept functions it loads as a fresh process would."""
 import dataclasses
 import glob
+import json
 import os
+import types
 
 import pytest
 
@@ -16,6 +18,7 @@ from t2tlite.decode import machine, trace_cache
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.models import build_model
+from t2tlite.models.transformer import Transformer
 
 import permuted_vocab
 from run_folder import TINY, multi30k_lines, needs_multi30k
@@ -160,12 +163,13 @@ def test_install_names_the_folder_unless_the_user_did(tmp_path, monkeypatch):
   assert trace_cache.install() == "" == trace_cache.in_use()
 
 
-def _tiny_search(captured):
+def _tiny_search(captured, scale=1.0):
   """A traced function shaped as a Decoder's text search (strings -> a
   dict of tensors) that captures `captured`."""
   import tensorflow as tf
+  # Not in tf.nest's (sorted) order, as a search's dict need not be.
   return tf.function(
-      lambda strings: {"outputs": strings, "scores": captured + 0.0},
+      lambda strings: {"scores": captured * scale, "outputs": strings},
       input_signature=[tf.TensorSpec([None], tf.string)],
       autograph=False).get_concrete_function()
 
@@ -214,9 +218,93 @@ def test_an_entry_is_checked_and_its_functions_renamed(tmp_path, monkeypatch):
   by_attr.op = "PartitionedCall"
   by_attr.attr["f"].func.name = "inner"
   by_op.op = "inner"
+  by_list = function.node_def.add()  # a Case's branches
+  by_list.op = "Case"
+  for name in ("inner", "other"):
+    by_list.attr["branches"].list.func.add().name = name
   trace_cache._rename(function, {"outer": "p_outer", "inner": "p_inner"})
   assert function.signature.name == "p_outer"
   assert by_attr.attr["f"].func.name == "p_inner" and by_op.op == "p_inner"
+  assert [f.name for f in by_list.attr["branches"].list.func] == [
+      "p_inner", "other"]
+
+
+def test_entries_of_two_keys_run_their_own_search_in_one_process(
+    tmp_path, monkeypatch):
+  """Processes name their traces alike, so entries of two searches (two
+  models, two settings) can hold functions of the same name."""
+  import tensorflow as tf
+  from tensorflow.core.framework import function_pb2
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path))
+  value = tf.constant([1.0, 2.0])
+  named = {"weights:v": value}
+  a, b = (tmp_path / f"{key * 32}.search" for key in "ab")
+  for key, scale in (("a" * 32, 1.0), ("b" * 32, 10.0)):
+    assert trace_cache.save(key, _tiny_search(value, scale), named)
+  # b rewritten as another process would have written it, its search
+  # named as a's.
+  name_a = json.loads(a.read_bytes().partition(b"\n")[0])["function"]
+  header, _, functions = b.read_bytes().partition(b"\n")
+  meta = json.loads(header)
+  library = function_pb2.FunctionDefLibrary.FromString(functions)
+  for function in library.function:
+    trace_cache._rename(function, {meta["function"]: name_a})
+  b.write_bytes(json.dumps(dict(meta, function=name_a)).encode() + b"\n" +
+                library.SerializeToString())
+  strings = tf.constant(["x", "y"])
+  scores = [trace_cache.load(key * 32, named)(strings)["scores"]
+            for key in "ab"]
+  assert [s.numpy().tolist() for s in scores] == [[1.0, 2.0], [10.0, 20.0]]
+
+
+def test_a_kept_search_runs_on_the_weights_of_another_model_made_here(
+    tmp_path_factory, tmp_path, monkeypatch):
+  """Keras numbers a process's models (transformer, transformer_1, ...):
+  an entry's arguments are found in any of them."""
+  import numpy as np
+  import tensorflow as tf
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  other = build_model(TINY, vocab.size)
+  assert other.name != model.name
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path))
+
+  def embeddings(of):
+    variable, = (v for v in of.variables
+                 if v.path.endswith("/embedding/embeddings"))
+    return variable
+
+  assert trace_cache.save(
+      "k" * 32, _tiny_search(embeddings(model)),
+      trace_cache.named_arguments(model, {}, vocab, vocab))
+  kept = trace_cache.load(
+      "k" * 32, trace_cache.named_arguments(other, {}, vocab, vocab))
+  assert not np.array_equal(embeddings(other), embeddings(model))
+  np.testing.assert_array_equal(kept(tf.constant(["a"]))["scores"],
+                                embeddings(other).numpy())
+
+
+def test_an_entry_naming_an_argument_not_found_here_is_traced_again(
+    tmp_path, monkeypatch, caplog):
+  import tensorflow as tf
+  monkeypatch.setenv(trace_cache.ENV, str(tmp_path))
+  value = tf.constant([1.0, 2.0])
+  assert trace_cache.save("k" * 32, _tiny_search(value), {"weights:v": value})
+  with caplog.at_level("WARNING"):
+    assert trace_cache.load("k" * 32, {"weights:w": value}) is None
+  assert "is not used (KeyError: 'weights:v')" in caplog.text
+
+
+class _Tweaked(Transformer):
+  """A Transformer of one's own: its code is not t2tlite's."""
+
+
+def test_the_search_of_a_model_class_from_outside_t2tlite_is_not_kept():
+  vocab = types.SimpleNamespace(model_proto=b"pieces")
+  ours, tweaked = (cls.from_hparams(TINY, 20) for cls in (Transformer,
+                                                          _Tweaked))
+  settled = machine.settle(DecodeHParams.parse(SETTINGS))
+  assert trace_cache.search_key(ours, settled, vocab, vocab, None)
+  assert trace_cache.search_key(tweaked, settled, vocab, vocab, None) is None
 
 
 def test_an_entry_written_in_part_leaves_no_temporary(tmp_path):

@@ -1,10 +1,14 @@
 """Decode hparam xla_lines: a Decoder searches its small greedy and beam
 batches with XLA over inputs padded to a few shapes, and gives the graph's
 outputs and scores; larger batches, sampling and target prefixes keep the
-graph."""
+graph. The commands keep XLA's compiled programs in a folder of this
+TensorFlow and this kind of CPU (t2tlite.xla_cache)."""
+import os
+
 import numpy as np
 import pytest
 
+from t2tlite import xla_cache
 from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder, padded_for_xla, xla_shape
 from t2tlite.decode.settings import DecodeHParams
@@ -25,6 +29,28 @@ def test_shapes_are_powers_of_two_rows_and_multiples_of_16_tokens():
   np.testing.assert_array_equal(padded[:3, :3], ids)
   np.testing.assert_array_equal(padded[3, :3], ids[0])  # ends as row 0
   assert not padded[:, 3:].any()
+
+
+def test_the_cache_folder_is_added_to_the_users_other_xla_flags(
+    monkeypatch, tmp_path):
+  monkeypatch.setenv(xla_cache.ENV, "--tf_xla_auto_jit=0")
+  monkeypatch.setenv("T2TLITE_CACHE_DIR", str(tmp_path))
+  folder = xla_cache.install()
+  assert folder.startswith(str(tmp_path / "xla" / "tf-"))
+  assert os.environ[xla_cache.ENV] == (
+      f"--tf_xla_auto_jit=0 {xla_cache.FLAG}={folder}")
+
+
+def test_an_arm_cpus_features_tell_its_kinds_apart(monkeypatch):
+  """/proc/cpuinfo of an ARM CPU lists its instruction sets as Features
+  (and often no model name)."""
+  def kind(features):
+    monkeypatch.setattr(xla_cache.hardware, "cpuinfo",
+                        lambda: {"CPU implementer": "0x41",
+                                 "Features": features})
+    return xla_cache.cpu_kind()
+
+  assert kind("fp asimd sve sve2") != kind("fp asimd") == kind("fp asimd")
 
 
 def test_refused_with_int8_and_below_zero():
