@@ -5,6 +5,7 @@ hard links to checkpoints kept before, and a resume reading the folder back."""
 import json
 import os
 
+import pytest
 import tensorflow as tf
 
 from t2tlite.train import best as best_lib
@@ -134,3 +135,21 @@ def test_a_best_json_without_kept_keeps_its_best(tmp_path):
   assert tf.train.latest_checkpoint(str(tmp_path / "best")) == str(
       tmp_path / "best" / "ckpt-20")
   assert (tmp_path / "best" / "ckpt-10.index").exists()
+
+
+def test_keeping_no_checkpoint_is_refused_before_writing(tmp_path):
+  with pytest.raises(ValueError, match="keep_best_checkpoints=0"):
+    _keep(tmp_path, 10, 5.0, keep=0)
+  assert not (tmp_path / "best").exists()
+
+
+def test_metrics_accumulate_and_a_line_cut_short_is_skipped(tmp_path):
+  first, second = {"step": 10, "bleu": 5.0}, {"step": 20, "bleu": 6.0}
+  best_lib.append_metrics(str(tmp_path), first)
+  best_lib.append_metrics(str(tmp_path), second)
+  path = tmp_path / best_lib.METRICS_FILE
+  assert path.read_text().count("\n") == 2
+  with open(path, "a") as f:
+    f.write('{"step": 30, "bl')  # a crash in the middle of a write
+  assert best_lib.read_metrics(str(tmp_path)) == [first, second]
+  assert best_lib.read_metrics(str(tmp_path / "none")) == []

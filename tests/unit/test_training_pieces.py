@@ -9,11 +9,13 @@ import tensorflow as tf
 import t2tlite
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
+from t2tlite.train import budget
 from t2tlite.train import train_step as train_step_lib
+from t2tlite.train.config import TrainConfig
 from t2tlite.train.fused_adam import FusedAdam
 from t2tlite.train.losses import smoothed_cross_entropy, token_accuracy
 from t2tlite.train.schedules import (NoamSchedule, build_optimizer,
-                                     noam_learning_rate)
+                                     noam_learning_rate, set_train_steps)
 
 
 def test_schedule_matches_eq3_at_key_steps():
@@ -76,20 +78,62 @@ def test_a_traced_rate_follows_a_new_length():
   schedule.set_length(2000, 0)  # no cool-down
   assert ratio(1999) == pytest.approx(1.0, rel=1e-6)
   assert rate.experimental_get_tracing_count() == 1
+  # The saved config holds the new length too.
+  config = schedule.get_config()
+  assert (config["train_steps"], config["cooldown_steps"]) == (2000, 0)
   assert NoamSchedule.from_config(schedule.get_config()).get_config() == (
       schedule.get_config())
 
 
 def test_optimizer_reads_hparams():
   hp = t2tlite.create_hparams(
-      "transformer_base", "adam_beta2=0.997,adam_epsilon=1e-6,"
+      "transformer_base", "adam_beta1=0.8,adam_beta2=0.997,adam_epsilon=1e-6,"
       "learning_rate_scale=2,warmup_steps=100")
   optimizer = build_optimizer(hp)
+  assert math.isclose(optimizer.beta_1, 0.8)
   assert math.isclose(optimizer.beta_2, 0.997)
   assert math.isclose(optimizer.epsilon, 1e-6)
   assert math.isclose(float(optimizer.learning_rate),
                       float(noam_learning_rate(1, 512, 100, scale=2.0)),
                       rel_tol=1e-6)
+
+
+def test_a_new_run_length_caps_the_cooldown_at_it():
+  """A plan of 5 steps with a 10-step cool-down cools all 5 (the first by
+  5/5 = 1, the last by 1/5), not half of the rate from the first step."""
+  optimizer = build_optimizer(t2tlite.create_hparams(
+      "transformer_base",
+      "warmup_steps=100,train_steps=1000,learning_rate_cooldown_steps=10"))
+  set_train_steps(optimizer, 5, 10)
+  schedule = optimizer.get_config()["learning_rate"]["config"]
+  assert (schedule["train_steps"], schedule["cooldown_steps"]) == (5, 5)
+  plain = NoamSchedule(512, 100)
+  rate = optimizer._learning_rate
+  assert float(rate(0)) == pytest.approx(float(plain(0)), rel=1e-6)
+  assert float(rate(4)) == pytest.approx(float(plain(4)) / 5, rel=1e-5)
+  with pytest.raises(TypeError, match="build_optimizer.s NoamSchedule"):
+    set_train_steps(keras.optimizers.SGD(0.1), 5, 10)
+
+
+def test_a_config_with_a_plan_does_not_plan_again(tmp_path):
+  plan = budget.Plan(train_minutes=1.0, train_steps=40, planned_at_step=8,
+                     planned_after_seconds=10.0, step_seconds=0.1,
+                     eval_seconds=0.0, cooldown_steps=10)
+  def config(**kwargs):
+    return TrainConfig(output_dir=str(tmp_path), train_steps=10, **kwargs)
+  assert config(train_minutes=1.0).planning
+  assert not config(train_minutes=1.0, plan=plan).planning
+  assert not config().planning
+
+
+def test_config_refuses_an_unresolved_precision(tmp_path):
+  # "auto" is the flag's; precision.choose resolves it before the config.
+  for name in ("auto", "fp16"):
+    with pytest.raises(ValueError, match=f"mixed_precision='{name}'"):
+      TrainConfig(output_dir=str(tmp_path), train_steps=1,
+                  mixed_precision=name)
+  assert TrainConfig(output_dir=str(tmp_path), train_steps=1,
+                     mixed_precision="float16").keras_policy == "mixed_float16"
 
 
 def test_label_smoothing_against_hand_computation():
@@ -193,10 +237,10 @@ def test_the_trainer_gets_the_fused_adam_and_it_serializes():
   assert restored.get_config() == built.get_config()
 
 
-def test_an_accumulated_step_takes_the_mean_over_all_its_target_tokens():
-  """The update of 2 accumulated batches is that of their per-token mean
-  loss: the smoothed loss summed over both, divided by their real target
-  tokens (5 + 3; the sources have more), differentiated by hand here."""
+def _accumulated_step(loss_scale=False):
+  """One TrainStep of 2 accumulated batches on a tiny model: (its outputs,
+  the summed smoothed loss and the norm of the gradient of the per-token
+  mean loss, both by hand, the optimizer)."""
   hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, d_k=8, d_v=8,
                dropout=0.0, max_length=8, gradient_accumulation_steps=2)
   batches = [
@@ -208,9 +252,11 @@ def test_an_accumulated_step_takes_the_mean_over_all_its_target_tokens():
   keras.utils.set_random_seed(1)
   with strategy.scope():
     model = build_model(hp, vocab_size=12)
-    optimizer = build_optimizer(hp)
+    base = build_optimizer(hp)
+    optimizer = (keras.optimizers.LossScaleOptimizer(base) if loss_scale
+                 else base)
     optimizer.build(model.trainable_variables)
-  train_step_lib.let_trainer_all_reduce(optimizer)
+  train_step_lib.let_trainer_all_reduce(base)
 
   with tf.GradientTape() as tape:
     smoothed = [smoothed_cross_entropy(model(b, training=True), b["targets"],
@@ -226,7 +272,27 @@ def test_an_accumulated_step_takes_the_mean_over_all_its_target_tokens():
   iterator = iter(strategy.experimental_distribute_dataset(dataset))
   step = train_step_lib.TrainStep(model, optimizer, strategy, hp)
   out = {k: float(v) for k, v in step.function(iterator).items()}
+  return out, float(total), expected_norm, optimizer
+
+
+def test_an_accumulated_step_takes_the_mean_over_all_its_target_tokens():
+  """The update of 2 accumulated batches is that of their per-token mean
+  loss: the smoothed loss summed over both, divided by their real target
+  tokens (5 + 3; the sources have more), differentiated by hand here."""
+  out, total, expected_norm, optimizer = _accumulated_step()
   assert (out["target_tokens"], out["source_tokens"]) == (8.0, 13.0)
-  assert out["loss"] == pytest.approx(float(total), rel=1e-5)
+  assert out["loss"] == pytest.approx(total, rel=1e-5)
+  assert out["grad_norm"] == pytest.approx(expected_norm, rel=1e-4)
+  assert int(optimizer.iterations) == 1
+  # The rate of the update made: eq. (3) at step 1 (d_model 16, warmup 4000).
+  assert out["learning_rate"] == pytest.approx(16**-0.5 * 4000**-1.5,
+                                               rel=1e-6)
+
+
+def test_a_loss_scaled_step_logs_the_unscaled_gradient_norm():
+  """float16's loss scaling multiplies the gradients by the loss scale
+  (2^15 at the start); the logged norm is the true gradient's."""
+  out, _, expected_norm, optimizer = _accumulated_step(loss_scale=True)
+  assert float(optimizer.dynamic_scale) > 1000.0
   assert out["grad_norm"] == pytest.approx(expected_norm, rel=1e-4)
   assert int(optimizer.iterations) == 1

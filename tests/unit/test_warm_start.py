@@ -72,9 +72,12 @@ def test_a_regex_reads_only_the_variables_it_matches(parent, tmp_path):
   assert prepared.values and prepared.fresh
   assert all(name.startswith("encoder") for name in prepared.values)
   assert not any(name.startswith("encoder") for name in prepared.fresh)
-  assert "warm_start_variables=encoder" in prepared.describe()
   child = _weights(train_helpers.tiny_trainer(
       str(tmp_path / "child"), ONE_DEVICE, warm_start=prepared).model)
+  line = prepared.describe()
+  assert f"{len(prepared.values)} of {len(child)} variables loaded" in line
+  assert (f"{len(prepared.fresh)} left at their initialisation "
+          "(--warm_start_variables=encoder)") in line
   fresh = _weights(train_helpers.tiny_trainer(str(tmp_path / "fresh"),
                                               ONE_DEVICE).model)
   theirs = _weights(parent_trainer.model)
@@ -116,6 +119,20 @@ def test_no_checkpoint_there(tmp_path):
   with pytest.raises(warm_start.WarmStartError,
                      match="no such folder or checkpoint"):
     warm_start.parent_of(str(tmp_path / "ckpt-5"))
+
+
+def test_a_checkpoint_prefix_names_that_checkpoint_not_the_newest(tmp_path):
+  model = t2tlite.build_model(train_helpers.tiny_hparams(),
+                              train_helpers.SYNTHETIC_VOCAB)
+  checkpoint = run_dir.make_checkpoint(model)
+  first = checkpoint.save(str(tmp_path / "ckpt"))
+  newest = checkpoint.save(str(tmp_path / "ckpt"))
+  assert (first, newest) == (str(tmp_path / "ckpt-1"),
+                             str(tmp_path / "ckpt-2"))
+  parent = warm_start.parent_of(first)
+  assert (parent.checkpoint, parent.step) == (first, 1)
+  assert parent.vocab is None  # no run folder holds it
+  assert warm_start.parent_of(str(tmp_path)).checkpoint == newest
 
 
 def test_a_run_that_resumes_ignores_the_warm_start(parent, tmp_path):
@@ -173,6 +190,19 @@ def test_another_vocabulary_is_an_error_naming_both_files(vocab_runs):
   assert "\n" not in message
   assert os.path.join(folder, "vocab.model") in message and vocab_b in message
   assert "--warm_start_map_vocab" in message
+
+
+def test_a_shared_vocabulary_does_not_start_separate_ones(vocab_runs):
+  folder, _, vocab_a, _ = vocab_runs
+  child = t2tlite.build_model(train_helpers.tiny_hparams(),
+                              Vocabulary.from_file(vocab_a).size)
+  with pytest.raises(warm_start.WarmStartError,
+                     match="the parent has one shared vocabulary .*, this "
+                     "run separate input and target vocabularies") as caught:
+    warm_start.prepare(warm_start.parent_of(folder), child,
+                       vocab_source.VocabSource(inputs=vocab_a,
+                                                targets=vocab_a))
+  assert "\n" not in str(caught.value)
 
 
 def test_the_parents_own_vocabulary_passes(vocab_runs):
