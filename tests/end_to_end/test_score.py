@@ -9,7 +9,7 @@ import t2tlite
 from t2tlite.decode.scoring import PairScore, Scorer
 
 import command_flags
-from line_files import write_lines
+from corpora import write_lines
 
 from outputs_differ import assert_outputs_differ
 from run_folder import multi30k_lines, needs_multi30k

@@ -35,10 +35,12 @@ def shared_corpus(name):
 
 
 def write_lines(path, lines):
-  """Writes str lines to path, gzipped when it ends with .gz."""
+  """Writes str lines to path (each ending in a newline), gzipped when it
+  ends with .gz; returns the path as a string."""
   opener = gzip.open if str(path).endswith(".gz") else open
   with opener(path, "wt", encoding="utf-8") as f:
     f.writelines(line + "\n" for line in lines)
+  return str(path)
 
 
 def read_lines(path, limit=None):

@@ -8,8 +8,7 @@ import pytest
 import sacrebleu
 
 import command_flags
-from corpora import SHARED_DATA
-from line_files import write_lines
+from corpora import SHARED_DATA, write_lines
 
 from t2tlite.data import trees
 from t2tlite.evaluate import bleu, moses_bleu, parsing_f1
