@@ -34,6 +34,8 @@ _MASK = 0xFFFFFFFF
 # Multipliers below 2**31: a 32-bit value times one stays within int64.
 _MULTIPLIER = 0x45D9F3B
 _GOLDEN = 0x9E3779B1 & 0x7FFFFFFF
+# The largest float32 below 1.
+_BELOW_ONE = 1.0 - 2.0**-24
 
 
 def _mix(x):
@@ -86,9 +88,10 @@ def row_keys(inputs, sample_index, seed):
 def uniforms(keys, step):
   """float32 [rows] uniform numbers in (0, 1) for `step` of each row."""
   bits = _combine(keys, tf.cast(step, tf.int64))
-  # 24 bits: exact in float32, and (n + 0.5) / 2**24 is never 0 or 1.
+  # 24 bits, (n + 0.5) / 2**24: never 0. In float32 the half of n >= 2**23
+  # rounds to n or n + 1, and that of the largest n to 2**24: held below 1.
   top = tf.cast(tf.bitwise.right_shift(bits, 8), tf.float32)
-  return (top + 0.5) / float(1 << 24)
+  return tf.minimum((top + 0.5) / float(1 << 24), _BELOW_ONE)
 
 
 def without_improbable(logits, epsilon):
@@ -106,27 +109,6 @@ def without_improbable(logits, epsilon):
       tf.nn.log_softmax(logits, axis=-1) >= math.log(epsilon),
       logits >= tf.reduce_max(logits, axis=-1, keepdims=True))
   return tf.where(keep, logits, tf.constant(-math.inf, logits.dtype))
-
-
-def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0, epsilon=0.0):
-  """Draws one token a row by inverting the cumulative distribution of
-  logits / temperature, without the tokens under epsilon
-  (`without_improbable`), then restricted by top_k and top_p (`draw`).
-
-  Args:
-    logits: float32 [rows, V].
-    u: float32 [rows] uniform numbers in (0, 1).
-    temperature: float > 0.
-    top_k: int >= 0; 0 keeps every token.
-    top_p: float in (0, 1].
-    epsilon: float in [0, 1); 0 keeps every token.
-  Returns:
-    int32 [rows] token ids.
-  """
-  logits = logits / temperature
-  if epsilon:
-    logits = without_improbable(logits, epsilon)
-  return draw(logits, u, top_k, top_p)
 
 
 def draw(logits, u, top_k=0, top_p=1.0):

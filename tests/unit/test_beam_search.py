@@ -126,6 +126,35 @@ def test_length_penalty_changes_the_winner():
   assert int(calls.numpy()) == 3
 
 
+# [EOS] 0.5 finishes first, then [B EOS] 0.2 while [A A] (0.27) lives on
+# and finishes as [A A EOS] 0.27: second best.
+WORST_FINISHED_IS_BEATEN = {(): {EOS: 0.5, A: 0.3, B: 0.2},
+                            (A,): {EOS: 0.1, A: 0.9}, (B,): {EOS: 1.0},
+                            (A, A): {EOS: 1.0}}
+
+
+def test_n_best_search_goes_on_while_a_live_one_beats_the_worst():
+  step, cache, calls = prefix_model(WORST_FINISHED_IS_BEATEN)
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=6,
+                            alpha=0.0, return_beams=True)
+  assert [trim(b) for b in ids[0]] == [[EOS], [A, A, EOS]]
+  np.testing.assert_allclose(scores[0], [math.log(0.5), math.log(0.27)],
+                             atol=1e-5)
+  assert int(calls.numpy()) == 3
+
+
+def test_unfinished_slots_take_the_best_live_hypotheses():
+  # [EOS] finishes at step 0; at the limit [A A] (0.3) and [B B] (0.2) are
+  # live: the best of them fills the second slot.
+  step, cache, _ = prefix_model({(): {EOS: 0.5, A: 0.3, B: 0.2},
+                                 (A,): {A: 1.0}, (B,): {B: 1.0}})
+  ids, scores = beam_search(step, cache, beam_size=2, max_decode_length=2,
+                            alpha=0.0, return_beams=True)
+  np.testing.assert_array_equal(ids[0], [[EOS, PAD], [A, A]])
+  np.testing.assert_allclose(scores[0], [math.log(0.5), math.log(0.3)],
+                             atol=1e-5)
+
+
 def test_unfinished_hypotheses_are_returned_at_max_length():
   # Only A is ever possible: no hypothesis finishes within 3 steps.
   step, cache, _ = prefix_model({(): {A: 1.0}, (A,): {A: 1.0},

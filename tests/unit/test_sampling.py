@@ -9,7 +9,8 @@ import tensorflow as tf
 from t2tlite.data.vocab import EOS_ID
 from decode_helpers import decode_ids
 from t2tlite.decode.settings import DecodeHParams
-from t2tlite.decode.sampling import sample_tokens
+from t2tlite.decode import strategy
+from t2tlite.decode.sampling import row_keys, uniforms
 
 from outputs_differ import assert_outputs_differ
 
@@ -71,6 +72,15 @@ def test_a_seed_fixes_the_samples_whatever_shares_the_batch(tiny_model,
   assert not np.array_equal(other, outputs)
 
 
+def sample_tokens(logits, u, temperature, top_k=0, top_p=1.0, epsilon=0.0):
+  """The tokens sampling (epsilon sampling where epsilon > 0) draws from
+  logits [rows, V] at u [rows]."""
+  if epsilon:
+    return strategy.EpsilonSample(temperature, top_k, top_p, 0, 1,
+                                  epsilon).draw(logits, u)
+  return strategy.Sample(temperature, top_k, top_p, 0, 1).draw(logits, u)
+
+
 def test_sample_tokens_follows_the_filtered_distribution():
   logits = tf.math.log(tf.constant([[0.1, 0.2, 0.3, 0.4]] * 4000))
   u = tf.random.stateless_uniform([4000], [1, 2])
@@ -88,6 +98,45 @@ def test_sample_tokens_follows_the_filtered_distribution():
   even = tf.constant([[0.0, 0.0, -1e9, -1e9]] * 200)
   assert not sample_tokens(even, u[:200], 1.0, top_p=0.5).numpy().any()
   assert sample_tokens(even, u[:200], 1.0, top_p=0.51).numpy().any()
+
+
+def test_sample_tokens_divides_the_logits_by_the_temperature():
+  logits = tf.math.log(tf.constant([[0.1, 0.2, 0.3, 0.4]] * 4000))
+  u = tf.random.stateless_uniform([4000], [3, 4])
+  # Temperature 0.5 squares the probabilities: 1, 4, 9, 16 out of 30.
+  counts = np.bincount(sample_tokens(logits, u, 0.5).numpy(), minlength=4)
+  np.testing.assert_allclose(counts / 4000, np.array([1, 4, 9, 16]) / 30,
+                             atol=0.03)
+
+
+def test_row_keys_ignore_padding_but_not_the_sample_seed_or_order():
+  padded = tf.constant([[5, 9, EOS_ID, 0, 0]] * 2)
+  keys = row_keys(padded, tf.constant([0, 1]), 7).numpy()
+  assert keys[0] == row_keys(padded[:1, :3], tf.constant([0]), 7).numpy()[0]
+  assert keys[0] != keys[1]
+  assert keys[0] != row_keys(padded[:1], tf.constant([0]), 8).numpy()[0]
+  reordered = tf.constant([[9, 5, EOS_ID]])
+  assert keys[0] != row_keys(reordered, tf.constant([0]), 7).numpy()[0]
+
+
+def test_the_largest_hash_is_still_below_one(monkeypatch):
+  """(2**24 - 1 + 0.5) / 2**24 rounds to 1 in float32: it is held below."""
+  from t2tlite.decode import sampling
+  monkeypatch.setattr(sampling, "_combine", lambda keys, step: tf.fill(
+      tf.shape(keys), tf.constant(0xFFFFFFFF, tf.int64)))
+  u = uniforms(tf.constant([0, 1], tf.int64), 0).numpy()
+  assert np.all((u > 0.99999) & (u < 1)), u
+
+
+def test_uniforms_spread_evenly_over_zero_to_one():
+  u = uniforms(tf.range(20000, dtype=tf.int64), 3).numpy()
+  assert np.all((u > 0) & (u < 1))
+  # Each tenth of (0, 1) holds a tenth of them.
+  counts = np.bincount((u * 10).astype(int), minlength=10)
+  np.testing.assert_allclose(counts / 20000, [0.1] * 10, atol=0.01)
+  # Another step, other numbers.
+  assert np.mean(u == uniforms(tf.range(20000, dtype=tf.int64),
+                               4).numpy()) < 0.01
 
 
 @pytest.mark.parametrize("text, message", [

@@ -46,6 +46,7 @@ def test_translate_request_reads_the_fields():
     ({"lines": ["a", "b", "c"]}, "3 lines, more than the limit of 2"),
     ({"lines": ["a" * 11]}, r"lines\[0\]: 11 characters"),
     ({"lines": ["a\nb"]}, "without line breaks"),
+    ({"lines": ["a\rb"]}, r"lines\[0\]: one sentence a line"),
     ({"lines": [None]}, r"lines\[0\]: expected a string, got NoneType"),
     ({"lines": ["a"], "n_best": 1}, "n_best: expected true or false"),
     ({"lines": ["a"], "decode_hparams": ["beam_size=2"]},
@@ -69,6 +70,27 @@ def test_translate_request_rejects(data, message):
 def test_attention_request_rejects(data, message):
   with pytest.raises(validation.BadRequest, match=message):
     validation.attention_request(data, LIMITS)
+
+
+def test_target_language_gives_one_language_a_line():
+  assert validation.target_languages({"lines": ["a", "b"]}, 2) is None
+  assert validation.target_languages({"target_language": "de"}, 2) == [
+      "de", "de"]
+  # null in a list: that line takes the model's default.
+  assert validation.target_languages({"target_language": ["de", None]},
+                                     2) == ["de", None]
+
+
+@pytest.mark.parametrize("value, message", [
+    (["de"], "^target_language: expected one language, or a list of 2, "
+     "one per line$"),
+    (["de", "fr", "en"], "or a list of 2"),
+    (3, "^target_language: expected a language such as \"de\", got int$"),
+    (["de", 3], r"^target_language\[1\]: expected a language"),
+])
+def test_target_language_rejects(value, message):
+  with pytest.raises(validation.BadRequest, match=message):
+    validation.target_languages({"target_language": value}, 2)
 
 
 def test_model_source_names_what_it_expected(tmp_path):

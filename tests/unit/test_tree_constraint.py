@@ -213,6 +213,21 @@ def test_opening_brackets_in_a_row_are_bounded():
       assert "oooo" not in runs and "ooo" in runs, text
 
 
+def test_a_word_restarts_the_count_of_opens_in_a_row():
+  constraint = TreeConstraint(TARGET_PIECES, INPUT_PIECES,
+                              max_opens_in_a_row=2)
+  ids = {piece.lstrip(B): i for i, piece in enumerate(TARGET_PIECES)}
+  state = constraint.initial_state(tf.constant([[3, 4, 7, EOS_ID]]),
+                                   tf.constant([40]))
+  may_open = []
+  for step, symbol in enumerate(["(S", "(NP", "XX", "(VP", "XX", ")VP",
+                                 "(PP", "(ADJP"]):
+    state = constraint.advance(state, tf.constant([ids[symbol]]))
+    allowed = constraint.allowed(state, step + 1, len(TARGET_PIECES))
+    may_open.append(bool(allowed[0, ids["(NP"]]))
+  assert may_open == [True, False, True, True, True, True, True, False]
+
+
 def test_constrained_search_compiles_with_xla():
   hp = HParams(num_layers=1, d_model=16, d_ff=32, num_heads=2, dropout=0.0,
                max_length=64)
