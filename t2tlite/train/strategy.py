@@ -256,12 +256,23 @@ def chief_values(strategy, values, timeout_secs=None):
   """
   if not is_multi_worker(strategy):
     return tuple(float(value) for value in values)
-  own = [float(value) if is_chief(strategy) else 0.0 for value in values]
-  # Every replica adds its worker's vector: the chief's replicas hold the
-  # values, the others zeros.
-  sums = _flags_sum(strategy, timeout_secs)(tf.constant(own))
-  replicas = len(strategy.extended.worker_devices)
-  return tuple(float(value) / replicas for value in sums.numpy())
+  sums = _flags_sum(strategy, timeout_secs)(
+      tf.constant(_chief_share(values, is_chief(strategy))))
+  return _chief_from_sums(sums.numpy())
+
+
+def _chief_share(values, chief):
+  """The vector each replica of a worker adds up in `chief_values`: on the
+  chief the values and a 1 (which counts its replicas: workers may have
+  different numbers of devices), elsewhere zeros."""
+  if chief:
+    return [float(value) for value in values] + [1.0]
+  return [0.0] * (len(values) + 1)
+
+
+def _chief_from_sums(sums):
+  """The chief's values from the sum over every replica of `_chief_share`."""
+  return tuple(float(value) / float(sums[-1]) for value in sums[:-1])
 
 
 def wait_for_all_workers(strategy):

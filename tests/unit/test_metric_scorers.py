@@ -93,3 +93,53 @@ def test_a_mixture_scores_each_member_on_its_untagged_lines():
                                     [outputs[i] for i in copy_only],
                                     [pairs[i] for i in copy_only])
   assert scores == {"exact_match/plugin_copy_digits": 50.0, "mean": 50.0}
+
+
+def test_a_scorer_must_return_the_problems_metric():
+  registry.import_usr_dir(PLUGINS)
+  problem = get_problem("plugin_sort_digits_scored")
+  problem.metric = "sorted_digits"
+  with pytest.raises(dev_metric.MetricError, match=r"without its metric "
+                     r"'sorted_digits'"):
+    dev_metric.score_outputs(problem, ["1 2"], [("2 1", "1 2")])
+
+
+def test_a_malformed_gold_tree_is_an_error_not_a_score():
+  with pytest.raises(ValueError, match="cannot delinearize"):
+    dev_metric.score_outputs(get_problem("parsing_wsj"), ["(S NN )S"],
+                             [("dog", "(S NN )NP")])
+
+
+def _dev_text(data_dir, problem, inputs, targets):
+  for path, lines in zip(problem.text_files(str(data_dir), "dev"),
+                         (inputs, targets)):
+    with open(path, "w", encoding="utf-8") as f:
+      f.writelines(line + "\n" for line in lines)
+
+
+def test_dev_metric_keeps_the_first_samples_and_the_decode_overrides(
+    tmp_path):
+  problem = get_problem("algorithmic_reverse")
+  lines = ["1 2", "3 4 5", "6"]
+  _dev_text(tmp_path, problem, lines, [line[::-1] for line in lines])
+  metric = dev_metric.DevMetric(problem, str(tmp_path / "run"),
+                                str(tmp_path), samples=2,
+                                decode_hparams="beam_size=3")
+  assert metric.name == "exact_match"
+  assert metric.pairs == [("1 2", "2 1"), ("3 4 5", "5 4 3")]
+  assert metric.hp.beam_size == 3
+  every = dev_metric.DevMetric(problem, str(tmp_path / "run"),
+                               str(tmp_path), samples=0)
+  assert len(every.pairs) == 3
+
+
+def test_dev_metric_without_dev_text_is_a_metric_error(tmp_path):
+  problem = get_problem("algorithmic_reverse")
+  inputs_path = problem.text_files(str(tmp_path), "dev")[0]
+  with pytest.raises(dev_metric.MetricError,
+                     match="needs the dev text: .*does not exist"):
+    dev_metric.DevMetric(problem, str(tmp_path / "run"), str(tmp_path))
+  _dev_text(tmp_path, problem, [], [])
+  with pytest.raises(dev_metric.MetricError) as error:
+    dev_metric.DevMetric(problem, str(tmp_path / "run"), str(tmp_path))
+  assert str(error.value).endswith(f"{inputs_path} is empty")

@@ -119,3 +119,128 @@ def test_tf_config_is_read_from_the_environment(monkeypatch):
   monkeypatch.setenv("TF_CONFIG", "{not json")
   with pytest.raises(ValueError, match="TF_CONFIG is not valid JSON"):
     strategy_lib.make_strategy(0)
+
+
+def _cluster_strategy(cluster, task_type, task_id):
+  """A multi-worker strategy's view of its cluster, without its runtime
+  (which would wait for the peers to start)."""
+  import tensorflow as tf
+
+  class ClusterStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+
+    def __init__(self, resolver):  # pylint: disable=super-init-not-called
+      self._resolver = resolver
+
+    @property
+    def cluster_resolver(self):
+      return self._resolver
+
+  return ClusterStrategy(tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id))
+
+
+def test_worker_gpu_1_without_gpus_is_the_cpu_itself():
+  """One device needs no split CPU: it works after TensorFlow started."""
+  import tensorflow as tf
+  from t2tlite.train import strategy as strategy_lib
+  if tf.config.list_physical_devices("GPU"):
+    pytest.skip("a machine with GPUs uses the first one")
+  tf.config.list_logical_devices()  # starts the runtime
+  strategy = strategy_lib.make_strategy(1, tf_config="")
+  assert isinstance(strategy, tf.distribute.OneDeviceStrategy)
+  assert strategy.extended.worker_devices[0].endswith("CPU:0")
+
+
+def test_coordination_service_led_by_the_chief_outlasts_collectives(
+    monkeypatch):
+  """The service's heartbeat timeout is longer than a collective's, so
+  that a frozen peer is reported by the trainer first. (The service is
+  configured, and the strategy made, only with every peer running.)"""
+  from tensorflow.python.eager import context
+  from t2tlite.train import strategy as strategy_lib
+
+  class Configured(Exception):
+    pass
+
+  settings = {}
+
+  def configure(**kwargs):
+    settings.update(kwargs)
+    raise Configured
+
+  monkeypatch.setattr(context.context(), "configure_coordination_service",
+                      configure)
+  cluster = {"chief": ["a:1"], "worker": ["b:1", "c:1"]}
+  config = {"cluster": cluster, "task": {"type": "worker", "index": 1}}
+  with pytest.raises(Configured):
+    strategy_lib.make_strategy(0, json.dumps(config), worker_timeout_secs=10)
+  assert settings["service_leader"] == "/job:chief/replica:0/task:0"
+  collective_ms = 1000 * strategy_lib.collective_timeout_secs(10)
+  assert collective_ms < settings["heartbeat_timeout_in_ms"] < 3600 * 1000
+  assert settings["shutdown_barrier_timeout_in_ms"] == 10 * 1000
+  assert [(job.name, job.num_tasks) for job in
+          settings["coordinated_jobs"]] == [("chief", 1), ("worker", 2)]
+  del cluster["chief"]
+  with pytest.raises(Configured):
+    strategy_lib.make_strategy(0, json.dumps(config))
+  assert settings["service_leader"] == "/job:worker/replica:0/task:0"
+
+
+def test_the_chief_task_is_chief_or_else_worker_0():
+  from t2tlite.train import strategy as strategy_lib
+  with_chief = {"chief": ["a:1"], "worker": ["b:1", "c:1"]}
+  workers = {"worker": ["b:1", "c:1"]}
+  for cluster, task_type, task_id, chief in (
+      (with_chief, "chief", 0, True), (with_chief, "worker", 0, False),
+      (with_chief, "worker", 1, False), (workers, "worker", 0, True),
+      (workers, "worker", 1, False)):
+    strategy = _cluster_strategy(cluster, task_type, task_id)
+    assert strategy_lib.is_chief(strategy) == chief, (task_type, task_id)
+    assert strategy_lib.task_id(strategy) == task_id
+
+
+def test_peers_are_the_other_chief_and_worker_tasks():
+  from t2tlite.train import strategy as strategy_lib
+  cluster = {"chief": ["a:1"], "worker": ["b:2", "c:3"], "ps": ["d:4"]}
+  strategy = _cluster_strategy(cluster, "worker", 0)
+  assert strategy_lib.task_name(strategy) == "/job:worker/task:0"
+  assert strategy_lib.peer_addresses(strategy) == {
+      "/job:chief/task:0": "a:1", "/job:worker/task:1": "c:3"}
+  assert strategy_lib.peer_names(
+      _cluster_strategy(cluster, "chief", 0)) == [
+          "/job:worker/task:0", "/job:worker/task:1"]
+
+
+def test_a_failed_probe_is_refused_only_where_nothing_listens():
+  """Outside a cluster TensorFlow's probe fails at once, as it does for a
+  killed peer; the address then tells refused (nothing listens) from
+  silent (the kernel accepts: a frozen peer)."""
+  import socket
+  from t2tlite.train import peer_watch
+  from t2tlite.train import strategy as strategy_lib
+  with socket.socket() as closed, socket.socket() as listening:
+    closed.bind(("127.0.0.1", 0))
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(8)
+    addresses = {"/job:worker/task:1": "127.0.0.1:%d" % closed.getsockname()[1],
+                 "/job:worker/task:2":
+                     "127.0.0.1:%d" % listening.getsockname()[1]}
+    peers = ["/job:worker/task:2", "/job:worker/task:1"]
+    assert strategy_lib.probe_peers(peers, 1.0, addresses) == [
+        peer_watch.SILENT, peer_watch.REFUSED]
+    cluster = {"worker": ["127.0.0.1:1"] + list(addresses.values())}
+    assert strategy_lib.unanswered_peers(
+        _cluster_strategy(cluster, "worker", 0), timeout_secs=1.0) == {
+            "/job:worker/task:1": peer_watch.REFUSED,
+            "/job:worker/task:2": peer_watch.SILENT}
+
+
+def test_chief_values_hold_where_workers_have_other_device_counts():
+  """chief_values' collective adds each replica's share: a chief of three
+  devices and a worker of two still give the chief's own values."""
+  import numpy as np
+  from t2tlite.train import strategy as strategy_lib
+  shares = ([strategy_lib._chief_share([7, 0.5], True)] * 3 +
+            [strategy_lib._chief_share([9, 9], False)] * 2)
+  sums = np.sum(np.array(shares, np.float32), axis=0)
+  assert strategy_lib._chief_from_sums(sums) == (7.0, 0.5)
