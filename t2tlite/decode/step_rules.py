@@ -20,7 +20,8 @@ from typing import Optional
 import tensorflow as tf
 
 from t2tlite.decode.prefix import ForcedPrefix
-from t2tlite.decode.vocab_top_k import excluded, log_normalizer_and_top_k
+from t2tlite.decode.vocab_top_k import (excluded, log_normalizer,
+                                        log_normalizer_and_top_k)
 from t2tlite.ids import EOS_ID
 
 # The score of a hypothesis (or token) that must never be chosen: a finite
@@ -112,6 +113,10 @@ class StepRules:
     excluded_ids, excluding = self._exclusions(step)
     log_z, log_probs, tokens = choose(logits, excluded_ids, excluding)
     if self.prefix is not None:
+      if self.no_repeat_ngram_size:
+        # A forced token may be one no-repeat bans: its normalizer holds
+        # the banned tokens too (else its probability could exceed 1).
+        log_z = log_normalizer(model_logits, excluded_ids, excluding)
       log_probs, tokens = self.prefix.force(
           step, log_probs, tokens, model_logits - log_z[:, tf.newaxis],
           IMPOSSIBLE_LOG_PROB)

@@ -89,6 +89,17 @@ def log_normalizer_and_top_k(logits, k, excluded_ids=(), excluding=None):
   return tf.where(tf.math.is_finite(best), log_z, best), values, ids
 
 
+def log_normalizer(logits, excluded_ids=(), excluding=None):
+  """float32 [rows]: logsumexp of each row of logits [rows, vocab] without
+  `excluded_ids` (as `log_normalizer_and_top_k` leaves them out)."""
+  excluded_ids = tuple(excluded_ids)
+  if not excluded_ids:
+    return tf.reduce_logsumexp(logits, axis=-1)
+  flags = (tf.ones([len(excluded_ids)], tf.bool) if excluding is None else
+           tf.convert_to_tensor(excluding))
+  return _logsumexp_without(logits, excluded_ids, flags)
+
+
 def excluded(token_ids, excluded_ids, flags):
   """Which of `token_ids` (int32, any shape) are left out: bool, shaped
   like them, true where a token is one of `excluded_ids` (Python ints)

@@ -23,8 +23,21 @@ def test_override_parses_types():
 
 
 def test_override_accepts_int_for_float_field():
-  assert t2tlite.create_hparams("transformer_base",
-                                "label_smoothing=0").label_smoothing == 0.0
+  hp = t2tlite.create_hparams("transformer_base", "label_smoothing=0")
+  assert hp.label_smoothing == 0.0 and isinstance(hp.label_smoothing, float)
+  assert isinstance(HParams(adam_beta1=1).adam_beta1, float)
+
+
+def test_a_bool_is_not_an_int_hparam():
+  with pytest.raises(TypeError, match="hparam num_layers must be int, got "
+                     "True"):
+    HParams(num_layers=True)
+
+
+def test_replace_with_an_unknown_field_names_close_matches():
+  with pytest.raises(ValueError, match="Unknown hparam 'd_modle'. Did you "
+                     "mean: d_model"):
+    HParams().replace(d_modle=256)
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -35,6 +48,7 @@ def test_override_accepts_int_for_float_field():
     ("position_encoding=relative", "expected one of sinusoid, learned"),
     ("norm_position=middle", "expected one of post, pre"),
     ("num_heads=0", "num_heads must be positive"),
+    ("warmup_steps=0", "warmup_steps must be positive"),
     ("dropout=1.5", r"dropout must be in \[0, 1\)"),
 ])
 def test_bad_overrides_fail_clearly(overrides, message):

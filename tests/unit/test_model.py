@@ -12,7 +12,7 @@ from t2tlite.layers import shapes
 from t2tlite.layers.attention import MultiHeadAttention, causal_bias
 from t2tlite.layers.embedding import PositionEncoding, SharedEmbedding
 from t2tlite.layers.feed_forward import FeedForward
-from t2tlite.layers.linear import position_wise
+from t2tlite.layers.linear import decoding_kernels, position_wise
 from t2tlite.layers.search_weights import (FloatKernel, LaidOutKernel,
                                            SearchWeights)
 from t2tlite.layers.transformer_layers import (DecoderLayer, EncoderLayer,
@@ -226,6 +226,24 @@ def test_position_wise_map_with_several_unknown_leading_axes():
   x = tf.random.stateless_normal([2, 3, 8], seed=[7, 8])
   np.testing.assert_allclose(apply(x).numpy(), x.numpy() @ kernel.numpy(),
                              rtol=1e-5, atol=1e-5)
+
+
+def test_only_float32_kernels_are_laid_out_for_decoding():
+  """Each 2-D float32 kernel as [1, d_out, d_in]; a bfloat16 search keeps
+  the kernels as stored."""
+  layer = FeedForward(d_ff=16)
+  layer(tf.zeros([1, 1, 8]))
+  values = {w.path: tf.convert_to_tensor(w) for w in layer.weights}
+  kernels = decoding_kernels(values, [layer])
+  matrices = [w for w in layer.weights if len(w.shape) == 2]
+  assert sorted(kernels) == sorted(w.path for w in matrices)
+  for w in matrices:
+    assert isinstance(kernels[w.path], LaidOutKernel)
+    np.testing.assert_array_equal(kernels[w.path].kernel.numpy(),
+                                  w.numpy().T[np.newaxis])
+  halves = {path: tf.cast(value, tf.bfloat16)
+            for path, value in values.items()}
+  assert decoding_kernels(halves, [layer]) == {}
 
 
 def test_reshape_of_an_empty_tensor_keeps_its_unknown_axis():

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.step_rules import StepRules
+from t2tlite.decode.prefix import ForcedPrefix
+from t2tlite.decode.step_rules import StepRules, without_repeats
 from t2tlite.decode.vocab_top_k import block_size, log_normalizer_and_top_k
 
 
@@ -128,3 +129,31 @@ def test_asking_more_candidates_than_allowed_tokens_gives_the_allowed_ones():
   np.testing.assert_allclose(log_probs.numpy(),
                              np.take_along_axis(expected, order, -1),
                              rtol=1e-6, atol=1e-6)
+
+
+def test_no_repeat_ngrams_change_only_the_banned_tokens():
+  # After 5 6 5 the bigram 5 6 would come again: 6 alone is banned; the
+  # other logits, the padding id's among them, are left as they were.
+  logits = np.array([[3.0, 2.0, 1.0, 0.5, -0.25, 4.0, 1.5]], np.float32)
+  out = without_repeats(tf.constant(logits), tf.constant([[5, 6, 5, 0]]),
+                        tf.constant(3), 2)
+  expected = logits.copy()
+  expected[0, 6] = -1e7
+  np.testing.assert_array_equal(out.numpy(), expected)
+
+
+def test_a_forced_token_is_scored_even_where_it_repeats_an_ngram():
+  """A prefix is written whatever no_repeat_ngram_size bans, with the
+  model's log-probability of its token: not an impossible one, nor one
+  normalized without the banned tokens (which can exceed 0)."""
+  rules = StepRules(min_length=0, no_repeat_ngram_size=1, excluded_id=None,
+                    prefix=ForcedPrefix(tf.constant([[5, 5]])))
+  logits = tf.math.log(tf.constant([[0.05, 0.05, 0.1, 0.1, 0.1, 0.6]]))
+  seqs = tf.constant([[5, 0, 0]])
+  first, tokens = rules.top_candidates(logits, seqs, tf.constant(0), 1)
+  assert tokens.numpy().tolist() == [[5]]
+  np.testing.assert_allclose(first.numpy(), [[np.log(0.6)]], rtol=1e-6)
+  # Step 1 writes 5 again, the unigram 5 already written.
+  second, tokens = rules.top_candidates(logits, seqs, tf.constant(1), 1)
+  assert tokens.numpy().tolist() == [[5]]
+  np.testing.assert_allclose(second.numpy(), [[np.log(0.6)]], rtol=1e-6)
