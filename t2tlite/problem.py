@@ -270,7 +270,8 @@ class Problem:
     """[(inputs, targets)] text of a dev/test split, for decoding and scoring.
 
     Raises:
-      DataError: the text files are missing (train has none; or run datagen).
+      DataError: the text files are missing (train has none; or run
+        datagen), or of different lengths.
     """
     paths = self.text_files(data_dir, split)
     for path in paths:
@@ -279,9 +280,16 @@ class Problem:
             f"{path} does not exist: t2t-datagen keeps the text of the dev "
             f"and test splits only; run t2t-datagen --problem="
             f"{self.data_name} --data_dir={data_dir}.")
-    with open(paths[0], encoding="utf-8") as f_in, open(
-        paths[1], encoding="utf-8") as f_out:
-      return [(a.rstrip("\n"), b.rstrip("\n")) for a, b in zip(f_in, f_out)]
+    sides = []
+    for path in paths:
+      with open(path, encoding="utf-8") as f:
+        sides.append([line.rstrip("\n") for line in f])
+    if len(sides[0]) != len(sides[1]):
+      raise DataError(
+          f"Misaligned text: {paths[0]} has {len(sides[0])} lines but "
+          f"{paths[1]} has {len(sides[1])}; run t2t-datagen --problem="
+          f"{self.data_name} --data_dir={data_dir} again.")
+    return list(zip(*sides))
 
   def sample_pairs(self, pairs, samples):
     """The pairs of `text_pairs` the dev metric decodes: the first

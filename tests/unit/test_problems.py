@@ -70,6 +70,67 @@ def test_register_problem_names(fresh_problem_registry):
     problem_lib.register_problem("thing_rev")(Other)
 
 
+def test_bare_register_problem_splits_words_after_digits(
+    fresh_problem_registry):
+  @problem_lib.register_problem
+  class Wmt14EnDe(problem_lib.Text2TextProblem):
+    pass
+
+  assert Wmt14EnDe.name == "wmt14_en_de"
+  assert registry.problems.names() == ["wmt14_en_de"]
+
+
+class SideTexts(problem_lib.Text2TextProblem):
+  """Three train samples, the middle one skipped, and a later test set."""
+  extra_test_splits = ("test2017",)
+
+  def generate_samples(self, split, tmp_dir, raw_data_dir=None):
+    assert split == "train"
+    yield {"inputs": "a b", "targets": "x"}
+    yield Skipped("empty line", "train.en:2")
+    yield {"inputs": "c", "targets": "y z"}
+
+
+def test_vocabulary_text_is_the_train_samples_of_the_side_asked():
+  problem = SideTexts()
+  assert list(problem.vocab_texts(None, side="targets")) == ["x", "y z"]
+  assert list(problem.vocab_texts(None, side="inputs")) == ["a b", "c"]
+  assert list(problem.vocab_texts(None)) == ["a b", "x", "c", "y z"]
+
+
+def test_extra_test_splits_are_read_like_the_others(tmp_path):
+  problem = SideTexts()
+  assert problem.splits == ("train", "dev", "test", "test2017")
+  write_lines(tmp_path / "side_texts-test2017.inputs.txt", ["a b", "c"])
+  write_lines(tmp_path / "side_texts-test2017.targets.txt", ["b a", "c"])
+  assert problem.text_pairs(str(tmp_path), "test2017") == [("a b", "b a"),
+                                                           ("c", "c")]
+  with pytest.raises(DataError, match="run t2t-datagen"):
+    problem.shard_files(str(tmp_path), "test2017")
+  with pytest.raises(DataError, match="Unknown split 'test2018': expected "
+                     "one of train, dev, test, test2017"):
+    problem.text_pairs(str(tmp_path), "test2018")
+
+
+def test_missing_or_misaligned_target_text_says_what_to_run(tmp_path):
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  inputs, targets = problem.stored_text_files(str(tmp_path), "dev")
+  write_lines(inputs, ["1 2"])
+  with pytest.raises(DataError) as error:
+    problem.text_pairs(str(tmp_path), "dev")
+  assert str(error.value).startswith(f"{targets} does not exist")
+  assert "run t2t-datagen --problem=algorithmic_reverse" in str(error.value)
+  # Both there, of different lengths: named, not cut to the shorter one.
+  write_lines(targets, [])
+  with pytest.raises(DataError) as error:
+    problem.text_pairs(str(tmp_path), "dev")
+  assert str(error.value).startswith(
+      f"Misaligned text: {inputs} has 1 lines but {targets} has 0; run "
+      "t2t-datagen --problem=algorithmic_reverse")
+  write_lines(targets, ["2 1"])
+  assert problem.text_pairs(str(tmp_path), "dev") == [("1 2", "2 1")]
+
+
 def test_algorithmic_reverse_samples():
   problem = problem_lib.get_problem("algorithmic_reverse")
   samples = list(problem.generate_samples("train", None))

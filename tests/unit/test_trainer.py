@@ -561,6 +561,111 @@ def test_evaluation_flags_are_checked_before_training(trainer_command):
     check(problem, "data")
 
 
+def test_an_explicit_dev_metric_needs_a_problem_metric(trainer_command):
+  problem = types.SimpleNamespace(name="no_metric", metric=None,
+                                  shard_files=lambda data_dir, split: [])
+  check = trainer_command._check_evaluation
+  with flagsaver.flagsaver(dev_metric=True):
+    check(problem, "data")  # the default value asks for nothing
+    trainer_command.FLAGS["dev_metric"].present = 1  # given on the line
+    with pytest.raises(console.CommandError,
+                       match="problem no_metric declares no dev metric"):
+      check(problem, "data")
+
+
+def test_a_too_short_budget_is_refused_before_training(trainer_command,
+                                                       tmp_path):
+  budget_of = trainer_command._budget
+  fresh = str(tmp_path / "fresh")
+  with flagsaver.flagsaver(train_minutes=0.01):
+    with pytest.raises(console.CommandError,
+                       match="--train_minutes=0.01 is too short"):
+      budget_of(fresh, {})
+  # A restart before planning checks the first start's budget too.
+  with pytest.raises(console.CommandError, match="is too short"):
+    budget_of(fresh, {"train_minutes": 0.01})
+
+
+def test_registry_help_lists_each_registry_under_its_title(
+    trainer_command):
+  sections, title = {}, None
+  for line in trainer_command.registry_help().splitlines():
+    if line.startswith("  "):
+      sections[title].append(line.strip())
+    else:
+      title = line.rstrip(":")
+      sections[title] = []
+  assert list(sections) == ["Problems (each also as NAME_rev)",
+                            "Hparams sets", "Models"]
+  assert sections["Problems (each also as NAME_rev)"] == (
+      registry.problems.names())
+  assert "transformer_tiny" in sections["Hparams sets"]
+  assert "transformer" not in sections["Hparams sets"]
+  assert sections["Models"] == registry.models.names()
+
+
+def test_a_new_run_needs_problem_and_data_dir(trainer_command, tmp_path):
+  new_run = str(tmp_path / "run")
+  for given in ({"problem": "algorithmic_reverse"},
+                {"data_dir": str(tmp_path / "data")}):
+    with flagsaver.flagsaver(**given):
+      with pytest.raises(console.CommandError,
+                         match="--problem and --data_dir are required"):
+        trainer_command._resolve_setup(new_run)
+
+
+def _fake_checkpoint(folder, step):
+  """A folder whose 'checkpoint' file names ckpt-<step>, its index present
+  (what finding a checkpoint looks at; no variables are read)."""
+  folder.mkdir(parents=True, exist_ok=True)
+  (folder / "checkpoint").write_text(
+      f'model_checkpoint_path: "ckpt-{step}"\n'
+      f'all_model_checkpoint_paths: "ckpt-{step}"\n')
+  (folder / f"ckpt-{step}.index").write_bytes(b"")
+  return str(folder / f"ckpt-{step}")
+
+
+def test_a_warm_start_applies_to_a_new_run_only(trainer_command, tmp_path):
+  parent = _fake_checkpoint(tmp_path / "parent", 5)
+  own = tmp_path / "resumed"
+  _fake_checkpoint(own, 3)
+  parent_of = trainer_command._warm_start_parent
+  with flagsaver.flagsaver(warm_start_from=str(tmp_path / "parent")):
+    started = parent_of(str(tmp_path / "new"))
+    assert (started.checkpoint, started.step) == (parent, 5)
+    assert parent_of(str(own)) is None  # it resumes from its own
+
+
+def test_a_bad_warm_start_from_is_named_by_its_flag(trainer_command,
+                                                    tmp_path):
+  nowhere = str(tmp_path / "nowhere")
+  with flagsaver.flagsaver(warm_start_from=nowhere):
+    with pytest.raises(console.CommandError) as error:
+      trainer_command._warm_start_parent(str(tmp_path / "run"))
+  assert str(error.value).startswith(
+      f"--warm_start_from={nowhere}: no such folder or checkpoint")
+
+
+def test_the_dev_metric_follows_the_schedule_and_samples(trainer_command,
+                                                         tmp_path):
+  problem = problem_lib.get_problem("algorithmic_reverse")
+  inputs, targets = problem.stored_text_files(str(tmp_path), "dev")
+  pathlib.Path(inputs).write_text("1 2\n3\n4 5 6\n")
+  pathlib.Path(targets).write_text("2 1\n3\n6 5 4\n")
+  choice = types.SimpleNamespace(keras_policy=None)
+
+  def make():
+    return trainer_command._make_dev_metric(problem, str(tmp_path / "run"),
+                                            str(tmp_path), choice)
+
+  assert make().pairs == [("1 2", "2 1"), ("3", "3"), ("4 5 6", "6 5 4")]
+  with flagsaver.flagsaver(eval_decode_samples=2):
+    assert make().pairs == [("1 2", "2 1"), ("3", "3")]
+  for nothing_decoded in ({"schedule": "train"}, {"dev_metric": False}):
+    with flagsaver.flagsaver(**nothing_decoded):
+      assert make() is None
+
+
 def test_a_non_finite_nll_stops_training(tmp_path, strategy):
   trainer = train_helpers.tiny_trainer(str(tmp_path), strategy)
   finite = {"loss": 6.0, "nll": 5.0, "target_tokens": 3.0}
