@@ -44,9 +44,10 @@ def versions(export_dir):
   """Sorted integer versions already in export_dir (missing folder: [])."""
   if not tf.io.gfile.isdir(export_dir):
     return []
-  return sorted(int(name.rstrip("/"))
-                for name in tf.io.gfile.listdir(export_dir)
-                if name.rstrip("/").isdigit())
+  names = [name.rstrip("/") for name in tf.io.gfile.listdir(export_dir)]
+  # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
+  return sorted(int(name) for name in names
+                if name.isascii() and name.isdigit())
 
 
 def _saved_model_nodes(saved_model_dir):

@@ -77,8 +77,15 @@ def average_checkpoints(output_dir, n, averaged_dir=None,
   variables = run_dir.model_variables(model)
   sums = {}
   for path in paths:
-    run_dir.restore(checkpoint, path).expect_partial(
-    ).assert_existing_objects_matched()
+    status = run_dir.restore(checkpoint, path).expect_partial()
+    try:
+      status.assert_existing_objects_matched()
+    except AssertionError as error:
+      # TensorFlow's message lists every unmatched object, over many lines.
+      raise ValueError(
+          f"{path}: its variables are not this run's model's ("
+          f"{str(error).splitlines()[0][:200]}); average checkpoints of "
+          f"{output_dir}'s model (its hparams.json)") from None
     for name, variable in variables.items():
       value = variable.numpy()
       if np.issubdtype(value.dtype, np.floating):

@@ -142,3 +142,62 @@ def test_command_averages_the_folder_checkpoint_path_names(
     np.testing.assert_allclose(weight.numpy(),
                                (saved[10][i] + saved[30][i]) / 2, rtol=1e-6,
                                atol=1e-6)
+
+
+def test_too_few_in_a_run_folder_names_keep_checkpoint_max(tmp_path):
+  manager = tf.train.CheckpointManager(
+      tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=5)
+  for step in (10, 20):
+    manager.save(checkpoint_number=step)
+  with pytest.raises(ValueError) as error:
+    averaging.last_checkpoints(str(tmp_path), 3)
+  assert str(error.value) == (
+      f"n=3 but {tmp_path} keeps only 2 checkpoints (ckpt-10, ckpt-20); use "
+      "n=2, or train with a larger t2t-trainer --keep_checkpoint_max.")
+
+
+def test_checkpoints_of_another_model_are_not_averaged(three_checkpoints,
+                                                       tmp_path):
+  output_dir, _ = three_checkpoints
+  other = str(tmp_path / "other")
+  tf.train.CheckpointManager(
+      tf.train.Checkpoint(v=tf.Variable(1.0)), other, max_to_keep=1).save(
+          checkpoint_number=40)
+  averaged = tmp_path / "averaged"
+  with pytest.raises(ValueError) as error:
+    averaging.average_checkpoints(output_dir, 1, averaged_dir=str(averaged),
+                                  checkpoint_dir=other)
+  # One line (t2t-avg-checkpoints prints it), naming the checkpoint.
+  assert str(error.value).startswith(
+      f"{other}/ckpt-40: its variables are not this run's model's (")
+  assert "\n" not in str(error.value)
+  assert not averaged.exists()
+
+
+def test_a_later_average_keeps_the_earlier_one(three_checkpoints, tmp_path):
+  output_dir, _ = three_checkpoints
+  # A folder whose 'checkpoint' file lists the run's two oldest.
+  older = tmp_path / "older"
+  older.mkdir()
+  (older / "checkpoint").write_text(
+      f'model_checkpoint_path: "{output_dir}/ckpt-20"\n' + "".join(
+          f'all_model_checkpoint_paths: "{output_dir}/ckpt-{step}"\n'
+          for step in (10, 20)))
+  averaged = str(tmp_path / "averaged")
+  first = averaging.average_checkpoints(output_dir, 2, averaged_dir=averaged,
+                                        checkpoint_dir=str(older))
+  second = averaging.average_checkpoints(output_dir, 1, averaged_dir=averaged)
+  assert (first, second) == (os.path.join(averaged, "ckpt-20"),
+                             os.path.join(averaged, "ckpt-30"))
+  assert tf.train.get_checkpoint_state(
+      averaged).all_model_checkpoint_paths == [first, second]
+  assert os.path.exists(first + ".index")
+
+
+def test_command_averages_the_newest_five_unless_told(three_checkpoints):
+  output_dir, _ = three_checkpoints
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_avg_checkpoints", output_dir=output_dir) as command:
+    with pytest.raises(ValueError, match=f"n=5 but {output_dir} keeps only "
+                       "3 checkpoints"):
+      command._run()

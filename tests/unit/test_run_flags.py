@@ -2,7 +2,8 @@
 (t2tlite.bin.run_flags) and --mixed_precision (precision_flags): how
 --decode_hparams, --mixed_precision and --checkpoint_path become a
 command's decode settings, compute precision and loaded checkpoint; and
-t2t-exporter's own checks and the line it logs for an export."""
+t2t-exporter's own checks, the version folders it numbers and the line it
+logs for an export."""
 import json
 import os
 import sys
@@ -15,6 +16,7 @@ import tensorflow as tf
 from t2tlite import run_dir
 from t2tlite.bin import console
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.export import exporter
 from t2tlite.export.exporter import METADATA_FILE
 import command_flags
 from run_folder import TINY
@@ -167,6 +169,24 @@ def test_ctranslate2_export_refuses_the_saved_models_settings(
   assert not os.path.exists(os.path.join(folder, "ctranslate2"))
 
 
+@pytest.mark.parametrize("settings, message", [
+    ({"decode_hparams": "xla_lines=2"},
+     "decode hparam xla_lines=2 is a Decoder's"),
+    ({"checkpoint_path": "/a/ckpt-1,/b/ckpt-1"},
+     "--checkpoint_path=/a/ckpt-1,/b/ckpt-1: an export holds one model")],
+    ids=["decode_hparams", "checkpoint_path"])
+def test_exporter_hands_its_flags_to_the_export(tmp_path, settings,
+                                                message):
+  # Both are refused before a model or checkpoint is looked for.
+  folder = fake_run(str(tmp_path / "run"), "translate_ende_wmt")
+  with command_flags.command_module(EXPORTER, output_dir=folder,
+                                    **settings) as command:
+    with pytest.raises(ValueError) as error:
+      command._run()
+  assert str(error.value).startswith(message)
+  assert not os.path.exists(os.path.join(folder, "export"))
+
+
 def digit_vocabulary(folder):
   """A sentencepiece vocabulary of one piece a digit."""
   from t2tlite.data import vocab as vocab_lib
@@ -175,6 +195,41 @@ def digit_vocabulary(folder):
       lambda: iter(" ".join(str((i + j) % 10) for j in range(i % 9 + 1))
                    for i in range(50)), path, None, model_type="word")
   return vocab_lib.Vocabulary.from_file(path)
+
+
+def test_export_versions_are_the_number_folders_and_the_next_is_past_all(
+    tmp_path):
+  export_dir = tmp_path / "export"
+  assert exporter.versions(str(export_dir)) == []
+  for name in ("temp-a", "temp-b"):
+    (export_dir / name).mkdir(parents=True)
+    (export_dir / name / "saved_model.pb").write_text(name)
+  assert exporter._publish(str(export_dir / "temp-a"), str(export_dir)) == (
+      str(export_dir / "1"))
+  for version in (2, 9, 10):
+    (export_dir / str(version)).mkdir()
+    (export_dir / str(version) / "saved_model.pb").write_text("older")
+  (export_dir / "\u00b2").mkdir()  # "²": a digit to str.isdigit, not int()
+  # TF Serving serves the highest number: 10, not 9.
+  assert exporter.versions(str(export_dir)) == [1, 2, 9, 10]
+  assert exporter._publish(str(export_dir / "temp-b"), str(export_dir)) == (
+      str(export_dir / "11"))
+  assert (export_dir / "11" / "saved_model.pb").read_text() == "temp-b"
+  assert sorted(os.listdir(export_dir)) == ["1", "10", "11", "2", "9",
+                                            "\u00b2"]
+
+
+def test_serving_ops_may_include_tensorflow_texts_sentencepiece(tmp_path):
+  vocab = digit_vocabulary(tmp_path)
+  module = tf.Module()
+  module.vocab = vocab
+  module.encode = tf.function(
+      lambda lines: vocab.encode(lines).to_tensor(),
+      input_signature=[tf.TensorSpec([None], tf.string)])
+  path = str(tmp_path / "saved")
+  tf.saved_model.save(module, path)
+  ops = exporter.check_serving_ops(path)
+  assert "SentencepieceTokenizeOp" in ops
 
 
 def test_length_warning_names_the_first_line_longer_than_training(

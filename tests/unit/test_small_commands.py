@@ -1,7 +1,8 @@
 """The small commands' own work, run in this process: t2t-attention's checks
 of --input and --target and its maps of each input, t2t-datagen's progress
 lines and --data_dir check, t2t-parse-eval's --reference list and its
-alignment with --prediction, t2t-report's --report_file, t2t-serve's
+alignment with --prediction, t2t-report's --report_file, t2t-score's
+checks of its files and its tagging of the source lines, t2t-serve's
 limits and server from its flags and its check of the serving extra."""
 import io
 import os
@@ -11,7 +12,7 @@ from absl import app
 import pytest
 
 import command_flags
-from line_files import write_lines
+from corpora import write_lines
 from run_folder import TINY, needs_multi30k
 from shared_run import shared_run_folder
 from t2tlite.bin import console
@@ -221,6 +222,67 @@ def test_report_is_written_where_report_file_says(tmp_path, capsys):
   assert capsys.readouterr().out == f"{page}\n"
   assert "d_model" in page.read_text(encoding="utf-8")
   assert os.listdir(run) == ["hparams.json"]
+
+
+# t2t-score
+
+
+def _score_pairs(tmp_path, sources, targets, scores_file=None):
+  """t2t-score's `_read_pairs` of files of these lines."""
+  source = write_lines(tmp_path / "s", sources)
+  target = write_lines(tmp_path / "t", targets)
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_score", source_file=source, target_file=target,
+      scores_file=scores_file or str(tmp_path / "scores")) as command:
+    return command._read_pairs()
+
+
+@pytest.mark.parametrize("sources, targets", [(2, 3), (3, 2)])
+def test_score_wants_a_target_line_per_source_line(tmp_path, sources,
+                                                   targets):
+  with pytest.raises(ValueError) as error:
+    _score_pairs(tmp_path, ["a"] * sources, ["x"] * targets)
+  assert str(error.value).startswith(
+      f"--source_file={tmp_path / 's'} has {sources} lines but "
+      f"--target_file={tmp_path / 't'} has {targets}: ")
+
+
+def test_score_names_an_empty_source_line(tmp_path):
+  with pytest.raises(ValueError) as error:
+    _score_pairs(tmp_path, ["a", " ", "c"], ["x", "y", "z"])
+  assert str(error.value).startswith(
+      f"--source_file={tmp_path / 's'} line 2 is empty")
+
+
+def test_scores_file_may_be_in_the_working_folder_not_a_missing_one(
+    tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  assert _score_pairs(tmp_path, ["a"], ["x"], "scores.txt") == (["a"],
+                                                                ["x"])
+  missing = str(tmp_path / "gone" / "scores.txt")
+  with pytest.raises(FileNotFoundError) as error:
+    _score_pairs(tmp_path, ["a"], ["x"], missing)
+  assert str(error.value) == (
+      f"--scores_file={missing}: folder {tmp_path / 'gone'} does not exist")
+
+
+MIXTURE = {"de": "<2de>", "fr": "<2fr>"}
+
+
+def test_score_tags_untagged_sources_with_the_target_language(tmp_path):
+  source = str(tmp_path / "s")
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_score", source_file=source,
+      target_language="de") as command:
+    # A line's own tag wins.
+    assert command._tagged(["A dog.", "<2fr> A cat."], MIXTURE) == [
+        "<2de> A dog.", "<2fr> A cat."]
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_score", source_file=source) as command:
+    assert command._tagged(["<2fr> A cat."], MIXTURE) == ["<2fr> A cat."]
+    with pytest.raises(ValueError) as error:
+      command._tagged(["<2fr> A cat.", "A dog."], MIXTURE)
+  assert str(error.value).startswith(f"--source_file={source} line 2: ")
 
 
 # t2t-serve
