@@ -48,21 +48,9 @@ class GreedySearcher(loop.Searcher):
     return hypotheses["seqs"], hypotheses["scores"]
 
 
-class _Picked(GreedySearcher):
-  """Greedy search with a token chooser of its own (`greedy_search`'s
-  pick)."""
-
-  def __init__(self, pick):
-    self.pick = pick
-
-  def next_token(self, rules, logits, seqs, step, row_tensors):
-    return rules.picked(logits, seqs, step, self.pick)
-
-
 def greedy_search(decode_step, initial_cache, max_decode_length, rules,
-                  max_lengths=None, pick=None):
-  """Picks the most probable token at every step until EOS (or, with
-  `pick`, the token `pick` chooses).
+                  max_lengths=None):
+  """Picks the most probable token at every step until EOS.
 
   Args:
     decode_step: callable(ids int32 [batch], step, cache) -> (logits
@@ -72,12 +60,9 @@ def greedy_search(decode_step, initial_cache, max_decode_length, rules,
     rules: a `step_rules.StepRules` over the batch's rows (exclusions,
       min_length, no-repeat n-grams, prefixes; `step_rules.NO_RULES`).
     max_lengths: None, or int32 [batch] per-element limits.
-    pick: None (the most probable token), or callable(logits float32
-      [batch, V], step int32 scalar) -> int32 [batch] the tokens written.
   Returns:
     (ids int32 [batch, max_decode_length], scores float32 [batch]: the sum
     of the chosen tokens' log-probabilities).
   """
-  searcher = GreedySearcher() if pick is None else _Picked(pick)
-  return loop.search(decode_step, initial_cache, searcher, max_decode_length,
-                     rules, max_lengths)
+  return loop.search(decode_step, initial_cache, GreedySearcher(),
+                     max_decode_length, rules, max_lengths)

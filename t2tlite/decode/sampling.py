@@ -165,8 +165,8 @@ def expand(sample, inputs):
 
 
 def pick_for(sample, keys):
-  """greedy_search's `pick` for rows with these keys: `sample.draw` (a
-  `strategy.Sample`) at each step's uniform numbers."""
+  """`step_rules.StepRules.picked`'s pick for rows with these keys:
+  `sample.draw` (a `strategy.Sample`) at each step's uniform numbers."""
 
   def pick(logits, step):
     return sample.draw(logits, uniforms(keys, step))

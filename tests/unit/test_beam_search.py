@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from search_calls import beam_search, greedy_search
+from search_calls import beam_search, greedy_search, sample_search
 from t2tlite.decode.step_rules import without_repeats as _without_repeats
 from t2tlite.decode import machine
 from t2tlite.decode import search as search_module
 from decode_helpers import decode_ids, plan_of
 from t2tlite.decode.settings import DecodeHParams
-from t2tlite.decode.strategy import DecodePlan
+from t2tlite.decode.strategy import DecodePlan, Sample
 from t2tlite.hparams_lib import HParams
 from t2tlite.layers.search_weights import LaidOutKernel
 from t2tlite.models import build_model
@@ -232,10 +232,12 @@ def test_min_length_holds_eos_back():
 
 
 def test_min_length_holds_eos_back_from_sampling():
-  argmax = lambda logits, step: tf.argmax(logits, -1, output_type=tf.int32)
+  # top_k=1: the most probable token the rules allow.
+  sample = Sample(temperature=1.0, top_k=1, top_p=1.0, seed=0,
+                  num_samples=1)
   for min_length, expected in [(0, [EOS]), (2, [A, A, EOS])]:
     step, cache, _ = prefix_model(EOS_TOO_SOON)
-    ids, _ = greedy_search(step, cache, max_decode_length=6, pick=argmax,
+    ids, _ = sample_search(step, cache, 6, sample, tf.zeros([1], tf.int64),
                            excluded_id=PAD, min_length=min_length)
     assert trim(ids[0]) == expected
 

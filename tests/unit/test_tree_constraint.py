@@ -10,7 +10,7 @@ from t2tlite.data import trees
 from t2tlite.data.tree_graph import bracketed_trees
 from t2tlite.data.vocab import EOS_ID, PAD_ID
 from t2tlite.decode import constraints
-from search_calls import beam_search, greedy_search
+from search_calls import beam_search, greedy_search, sample_search
 from t2tlite.decode.step_rules import IMPOSSIBLE_LOG_PROB
 from decode_helpers import decode_ids
 from t2tlite.decode import sampling
@@ -117,9 +117,8 @@ def test_sampled_outputs_are_trees(top_p):
   step, cache = constraints.constrain(
       random_step(len(TARGET_PIECES), 4), {"rows": tf.zeros([18, 1])},
       constraint, rows, limits)
-  outputs, scores = greedy_search(step, cache, int(tf.reduce_max(limits)),
-                                  max_lengths=limits,
-                                  pick=sampling.pick_for(sample, keys))
+  outputs, scores = sample_search(step, cache, int(tf.reduce_max(limits)),
+                                  sample, keys, max_lengths=limits)
   check_trees(outputs, np.repeat(words, 3))
   assert np.all(scores.numpy() > IMPOSSIBLE_LOG_PROB / 2)
   assert len({tuple(row) for row in outputs.numpy()}) > 6, "samples differ"
