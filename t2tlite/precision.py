@@ -232,8 +232,10 @@ def int8_support(device):
   if vnni:
     return Int8Support(True, f"oneDNN's u8 x s8 kernel with {vnni[0]}",
                        weights_first=True)
+  # Named only where it is the cap's doing: ALL, or a cap that keeps
+  # VNNI, leaves a CPU without it as it is.
   without = (f" (ONEDNN_MAX_CPU_ISA={device.isa_cap} rules VNNI out)"
-             if device.isa_cap else "")
+             if cap in hardware.ISA_CAPS_WITHOUT_AVX512_VNNI else "")
   return Int8Support(True, "oneDNN's u8 x s8 kernel with AVX2's "
                      f"multiply-add, no VNNI{without}")
 

@@ -67,6 +67,12 @@ def test_an_isa_cap_rules_out_vnni_or_int8():
   below = dataclasses.replace(ZEN4, isa_cap="AVX")
   support = precision.int8_support(below)
   assert not support.available and "ONEDNN_MAX_CPU_ISA=AVX" in support.reason
+  # A cap that keeps VNNI (or ALL) is not blamed for a CPU without it.
+  for cap in ("ALL", "AVX512_CORE_BF16"):
+    support = precision.int8_support(dataclasses.replace(XEON_NO_VNNI,
+                                                         isa_cap=cap))
+    assert support.reason == ("oneDNN's u8 x s8 kernel with AVX2's "
+                              "multiply-add, no VNNI"), cap
 
 
 def test_gpu_machines_and_other_architectures_decode_in_float():
@@ -76,6 +82,23 @@ def test_gpu_machines_and_other_architectures_decode_in_float():
   arm = dataclasses.replace(ZEN3, machine="aarch64", cpu_flags=frozenset())
   support = precision.int8_support(arm)
   assert not support.available and "aarch64" in support.reason
+
+
+def test_windows_names_x86_amd64_and_runs_int8():
+  # platform.machine() is "AMD64" on Windows.
+  support = precision.int8_support(dataclasses.replace(ZEN4, machine="AMD64"))
+  assert support.available and support.weights_first
+
+
+def test_an_x86_cpu_without_avx2_cannot_run_int8():
+  sandy_bridge = hardware.Device(cpu_model="Intel Xeon E5-2670",
+                                 cpu_family="6", cpu_model_number="45",
+                                 cpu_flags=frozenset({"avx", "sse4_2"}),
+                                 onednn_enabled=True, onednn_setting=ON)
+  support = precision.int8_support(sandy_bridge)
+  assert not support.available and not support.weights_first
+  assert support.reason == ("int8 decoding needs AVX2 or later, and this CPU "
+                            "has no avx2")
 
 
 def test_decoding_turns_int8_off_where_unavailable_saying_why_once(

@@ -171,6 +171,9 @@ def test_an_isa_cap_rules_out_the_bfloat16_flags_it_excludes():
   assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_BF16") == zen4
   assert hardware.usable_cpu_flags(sapphire_rapids, "AVX512_CORE_AMX") == (
       sapphire_rapids)
+  # ALL, in any case, is oneDNN's "no cap".
+  assert hardware.usable_cpu_flags(sapphire_rapids, "ALL") == sapphire_rapids
+  assert hardware.usable_cpu_flags(sapphire_rapids, "all") == sapphire_rapids
   capped = dataclasses.replace(ZEN4, cpu_flags=hardware.usable_cpu_flags(
       ZEN4.cpu_flags, "AVX2"), isa_cap="AVX2")
   assert precision.choose("auto", capped).precision == "float32"
@@ -295,6 +298,16 @@ def test_the_speedup_file_cannot_be_written_then_each_process_measures(
   assert "Could not keep the bfloat16 speedup" in caplog.text
 
 
+def test_a_kept_speedup_that_is_not_a_number_is_measured_again(
+    tmp_path, monkeypatch):
+  describe = _bf16_cpu_device(monkeypatch, tmp_path, [2.1, 1.9])
+  key = bfloat16_check.machine_key(describe())
+  kept = tmp_path / "bfloat16_speedup.json"
+  kept.write_text(json.dumps({key: {"speedup": None, "date": "2026-11-25"}}))
+  assert describe().bfloat16_speedup == 1.9
+  assert json.loads(kept.read_text())[key]["speedup"] == 1.9
+
+
 @pytest.mark.timeout(120)
 def test_float16_training_scales_the_loss_dynamically(tmp_path):
   """An overflowing loss scale skips the update and halves the scale: the
@@ -376,6 +389,15 @@ def test_the_speedup_is_the_median_ratio_after_the_warm_up(monkeypatch):
   assert bfloat16_check.bfloat16_speedup(pairs=3, warmup_pairs=2) == 2.2
 
 
+def test_a_pair_split_by_a_burst_of_load_does_not_move_the_speedup(
+    monkeypatch):
+  seconds = {"float32": iter([1.0] * 5), "bfloat16": iter([0.5, 5.0, 0.4])}
+  monkeypatch.setattr(bfloat16_check, "matmul_timer",
+                      lambda dtype, n: lambda: next(seconds[dtype]))
+  # Ratios 2.0, 0.2 and 2.5: the median, not the mean (1.57).
+  assert bfloat16_check.bfloat16_speedup(pairs=3, warmup_pairs=0) == 2.0
+
+
 def test_the_announcement_says_whether_onednn_computes(caplog):
   choice = precision.choose("float32", ZEN3)
   assert choice.onednn.startswith("oneDNN on")
@@ -415,3 +437,24 @@ def test_this_machines_isa_cap_hides_its_bfloat16_flags(tmp_path,
   assert device.cpu_flags == {"avx2", "avx512f"}
   assert device.bfloat16_speedup is None
   assert precision.choose("auto", device).precision == "float32"
+
+
+def test_the_check_command_prints_the_choice_and_int8(monkeypatch, capsys):
+  """`python -m t2tlite.precision` on a CPU with avx512_bf16 and no VNNI:
+  int8 runs without the weights-first layout of VNNI."""
+  import tensorflow  # noqa: F401  (loaded: main's quiet start does nothing)
+  device = dataclasses.replace(ZEN4_MEASURED, measured="2026-11-25, kept in x")
+  monkeypatch.setattr(hardware, "describe_device",
+                      lambda remeasure=False: device)
+  precision.main([])
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0].startswith("machine: AMD EPYC 9654 (family 25 model 17), "
+                             "2 cores, avx2 avx512f avx512_bf16 -amx_bf16, ")
+  assert lines[1:] == [
+      "bfloat16 matmul speedup: 1.8x (auto needs 1.2x; measured 2026-11-25, "
+      "kept in x)",
+      "auto precision: bfloat16 (CPU AMD EPYC 9654 with avx512_bf16 computes "
+      "bfloat16 natively)",
+      "kernels: oneDNN on (default set by t2tlite)",
+      "int8 decoding: available (oneDNN's u8 x s8 kernel with AVX2's "
+      "multiply-add, no VNNI)"]
