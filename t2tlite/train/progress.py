@@ -85,12 +85,14 @@ def format_duration(seconds):
 
 def format_seconds(seconds):
   """A duration at the precision it has: 0.0004 -> "0.4ms", 0.035 ->
-  "35ms", 4.44 -> "4.4s", 95.2 -> "1m35s" (`format_duration` from 10 s)."""
-  if seconds < 0.01:
+  "35ms", 4.44 -> "4.4s", 95.2 -> "1m35s" (`format_duration` from 10 s).
+  Each form is chosen by the value as it prints: 9.96 -> "10s", not
+  "10.0s"."""
+  if round(seconds * 1000, 1) < 10:
     return f"{seconds * 1000:.1f}ms"
-  if seconds < 0.1:
+  if round(seconds * 1000) < 100:
     return f"{seconds * 1000:.0f}ms"
-  if seconds < 10:
+  if round(seconds, 1) < 10:
     return f"{seconds:.1f}s"
   return format_duration(seconds)
 

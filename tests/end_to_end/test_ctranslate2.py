@@ -145,6 +145,9 @@ def test_unsupported_models_are_refused_with_one_line(tmp_path_factory):
   folder = run_copy(tmp_path_factory, checkpoint=False)
   info = run_dir.read_run_info(folder)
   assert ct2_export.unsupported(info) is None
+  plugin = dataclasses.replace(info, model="plugin_rnn")
+  assert ct2_export.unsupported(plugin) == (
+      "model plugin_rnn: only the transformer exports to CTranslate2")
   pointer = dataclasses.replace(info, hparams=info.hparams.replace(
       word_pointer=True))
   assert ct2_export.unsupported(pointer).startswith(

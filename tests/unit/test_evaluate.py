@@ -167,6 +167,25 @@ def test_t2t_bleu_misaligned_reference_names_both_flags(tmp_path):
         REFERENCES[:3])
 
 
+def test_t2t_bleu_scores_the_tokenized_reference_it_names(tmp_path,
+                                                          capsys):
+  hyp = write_lines(tmp_path / "hyp", TRANSLATIONS)
+  ref = write_lines(tmp_path / "ref", REFERENCES)
+  tokenized = moses_bleu.moses_tokenize(REFERENCES, "en")
+  tok = write_lines(tmp_path / "ref.tok", tokenized)
+  with command_flags.command_module(
+      "t2tlite.bin.t2t_bleu", translation=hyp, reference=ref,
+      tokenized_reference=tok, language="en") as command:
+    command._run()
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0] == str(sacrebleu.corpus_bleu(TRANSLATIONS, [REFERENCES]))
+  expected = sacrebleu.corpus_bleu(
+      moses_bleu.moses_tokenize(TRANSLATIONS, "en"),
+      [tokenized], tokenize="none", force=True)
+  assert lines[-1] == (
+      f"lowercased Moses-tokenized BLEU against {tok}: {expected}")
+
+
 def test_misaligned_files_fail_naming_both(tmp_path):
   short = write_lines(tmp_path / "short", TRANSLATIONS[:2])
   ref = write_lines(tmp_path / "ref", REFERENCES)

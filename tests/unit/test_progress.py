@@ -40,6 +40,7 @@ def test_an_evaluation_between_two_lines_leaves_the_rate_unchanged():
     (1100, 4000, 1000, 3),   # the last periodic one is the final one
     (4000, 4000, 1000, 0),   # training is over
     (10, 100, 0, 1),         # no periodic evaluations: the final one
+    (4642, 4642, 1000, 0),   # the last step: the final one is made
 ])
 def test_evaluations_due(step, train_steps, every, due):
   assert progress.evaluations_due(step, train_steps, every) == due
@@ -58,11 +59,22 @@ def test_format_duration():
   assert progress.format_duration(12.3) == "12s"
 
 
+def test_format_duration_rounds_and_carries_to_the_next_unit():
+  assert progress.format_duration(3600.0) == "1h00m"
+  assert progress.format_duration(60.0) == "1m00s"
+  assert progress.format_duration(119.6) == "2m00s"
+  assert progress.format_duration(59.4) == "59s"
+
+
 def test_format_seconds_keeps_the_figures_of_a_short_duration():
   assert progress.format_seconds(0.0004) == "0.4ms"
   assert progress.format_seconds(0.035) == "35ms"
   assert progress.format_seconds(4.44) == "4.4s"
   assert progress.format_seconds(95.2) == "1m35s"
+  # At a form's upper bound, the next form: as they print once rounded.
+  assert progress.format_seconds(0.00996) == "10ms"
+  assert progress.format_seconds(0.0996) == "0.1s"
+  assert progress.format_seconds(9.96) == "10s"
 
 
 def test_a_budgeted_run_prints_about_progress_lines_lines_whatever_its_rate():
@@ -93,3 +105,15 @@ def test_the_line_has_the_mean_gradient_norm_and_the_last_learning_rate():
   stats = window.stats(3)
   assert stats["grad_norm"] == pytest.approx(1.0)
   assert stats["learning_rate"] == 3e-3
+
+
+def test_two_evaluations_between_two_lines_are_both_left_out():
+  clock = FakeClock()
+  window = progress.Window(0, clock=clock)
+  for _ in range(10):
+    clock.now += 0.5
+    window.add(_step())
+  for evaluation_seconds in (20.0, 30.0):
+    clock.now += evaluation_seconds
+    window.leave_out(evaluation_seconds)
+  assert window.stats(10)["steps_per_sec"] == pytest.approx(2.0)

@@ -5,6 +5,7 @@ screenshot: tests/end_to_end/test_web.py and test_first_run.py.)"""
 import re
 
 from t2tlite.report import collect, render
+from t2tlite.train import summaries
 
 
 def _run(**fields):
@@ -91,3 +92,68 @@ def test_checkpoint_sizes_are_in_mib():
                                   "run")
   section = render._checkpoints_section(_run(checkpoints=[checkpoint]))
   assert "<td>1.50 MiB</td>" in section
+
+
+def test_a_run_without_a_plan_shows_the_steps_made_if_not_train_steps():
+  stopped = _run(run_info={})
+  assert render._train_steps_text(stopped) == (
+      "1000 in the hparams; this run made 737")
+  finished = _run(run_info={}, train={"loss": [(500, 2.0), (1000, 0.6)]})
+  assert render._train_steps_text(finished) == 1000
+
+
+def test_a_metric_in_the_eval_summaries_is_plotted_from_them():
+  """metrics.jsonl may hold fewer of its evaluations (a resumed run); a
+  metric only in metrics.jsonl is plotted from it."""
+  run = _run(eval={"bleu": [(100, 10.0), (200, 20.0), (300, 25.0)]},
+             metrics=[{"step": 300, "bleu": 25.0, "chrf": 50.0}])
+  assert render._metric_series(run) == {
+      "dev bleu": [(100, 10.0), (200, 20.0), (300, 25.0)],
+      "dev chrf": [(300, 50.0)]}
+
+
+def test_dev_evaluations_are_rows_by_step():
+  run = _run(eval={"accuracy": [(300, 0.6), (737, 0.99)]},
+             metrics=[{"step": 500, "exact_match": 50.0, "split": "dev"},
+                      {"step": 300, "exact_match": 20.0}])
+  assert render._evaluations(run) == (
+      [[300, "0.6", "20"], [500, "", "50"], [737, "0.99", ""]],
+      ["step", "accuracy", "exact_match"])
+
+
+def test_cell_text_is_html_escaped():
+  run = _run(run_info={"flags": {"note": "<b>a & b</b>"}})
+  assert render._flags_section(run) == (
+      "<table><tr><td>--note</td><td>&lt;b&gt;a &amp; b&lt;/b&gt;</td>"
+      "</tr></table>")
+
+
+def test_an_averaged_checkpoint_is_not_scored_by_the_dev_loss_of_its_step():
+  """The dev loss at a step is the run checkpoint's, not the average's."""
+  checkpoints = [collect.Checkpoint(f"/runs/r/ckpt-{step}", step, 2**20,
+                                    0.0, "run") for step in (300, 737)]
+  checkpoints.append(collect.Checkpoint("/runs/r/averaged/ckpt-500", 500,
+                                        2**20, 0.0, "averaged"))
+  run = _run(checkpoints=checkpoints,
+             metrics=[{"step": 300, "loss": 1.0}, {"step": 500, "loss": 0.4},
+                      {"step": 737, "loss": 0.6}])
+  assert render._best(run)[0] == "/runs/r/ckpt-737"
+
+
+def test_the_report_reads_the_summaries_as_soon_as_they_are_written(
+    tmp_path):
+  writer = summaries.ScalarWriter(str(tmp_path))
+  writer.write("", 100, {"loss": 2.5, "learning_rate": 0.5})
+  writer.write("", 200, {"loss": 1.5, "learning_rate": 0.25})
+  writer.write("eval", 200, {"accuracy": 0.75})
+  run = collect.collect(str(tmp_path))
+  assert run.train == {"loss": [(100, 2.5), (200, 1.5)],
+                       "learning_rate": [(100, 0.5), (200, 0.25)]}
+  assert run.eval == {"accuracy": [(200, 0.75)]}
+
+
+def test_only_the_chief_writes_summaries(tmp_path):
+  worker = tmp_path / "worker"
+  summaries.ScalarWriter(str(worker), chief=False).write(
+      "", 100, {"loss": 2.5})
+  assert not worker.exists()
