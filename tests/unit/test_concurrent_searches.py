@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from t2tlite.decode import machine
 from t2tlite.decode.decoding import Decoder
-from t2tlite.decode.machine import searches_for, threads_per_search
+from t2tlite.decode.machine import (searches_for, set_search_threads,
+                                    threads_per_search)
 from decode_helpers import decode_ids
 from t2tlite.decode.search import balanced_blocks, search_with_hparams
 from t2tlite.decode.settings import DecodeHParams
@@ -205,6 +206,41 @@ def test_hparams_are_settled_once_and_searched_whole(monkeypatch,
   expected = decode_ids(tiny_model, INPUTS, beam_size=2, extra_length=5,
                         return_beams=True)
   np.testing.assert_array_equal(whole["outputs"], expected["outputs"])
+
+
+@needs_int8
+def test_a_per_call_int8_search_runs_int8_where_the_kernel_computes(
+    tiny_model):
+  """An export's int8 search (int8_per_call) picks int8 at each call: here,
+  where the kernel computes, its outputs are the int8 search's."""
+  hp = dict(beam_size=2, extra_length=4, concurrent_searches=1)
+  export = machine.settle(DecodeHParams(int8=True, **hp), int8_per_call=True)
+  assert export.int8 and export.int8_per_call
+  got = search_with_hparams(tiny_model, INPUTS, export)["scores"].numpy()
+  int8 = decode_ids(tiny_model, INPUTS, int8=True, **hp)["scores"].numpy()
+  plain = decode_ids(tiny_model, INPUTS, **hp)["scores"].numpy()
+  np.testing.assert_allclose(got, int8, rtol=1e-6)
+  assert not np.allclose(got, plain, rtol=1e-6, atol=0)
+
+
+def test_set_search_threads_leaves_one_search_and_the_users_setting(
+    monkeypatch):
+  """In this process TensorFlow runs already: a call that tries to set the
+  threads warns that it cannot; one that leaves them alone says nothing."""
+  warnings = []
+  monkeypatch.setattr(machine.logging, "warning",
+                      lambda fmt, *args: warnings.append(fmt % args))
+  tf.constant(1.0) + 1.0  # pylint: disable=expression-not-assigned
+  threads = tf.config.threading.get_intra_op_parallelism_threads()
+  monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "3")
+  assert set_search_threads(2) is None
+  monkeypatch.delenv("TF_NUM_INTRAOP_THREADS")
+  assert set_search_threads(1) is None
+  assert not warnings
+  assert set_search_threads(2) is None
+  assert len(warnings) == 1
+  assert "keep TensorFlow's thread settings" in warnings[0]
+  assert tf.config.threading.get_intra_op_parallelism_threads() == threads
 
 
 def test_threads_per_search_share_the_cores():

@@ -1,17 +1,20 @@
 """Decode strategies with behaviour (`t2tlite.decode.strategy`): the class
 decode hparams choose, the outputs an input gets, epsilon sampling as a
-class of its own, sampling's encoder run once per input, and the ids an
-output is given back with (`decoding.output_ids`)."""
+class of its own, sampling's encoder run once per input, the ids an output
+is given back with (`decoding.output_ids`), and text in and out of the
+search (`decoding.encode_inputs`, `decoding.decode_strings`)."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from decode_helpers import decode_ids
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode import machine, strategy
-from t2tlite.decode.decoding import Decoder, output_ids
-from t2tlite.decode.sampling import sample_tokens
+from t2tlite.decode import machine, sampling, strategy
+from t2tlite.decode.decoding import (Decoder, decode_strings,
+                                     encode_inputs, output_ids)
 from t2tlite.decode.settings import DecodeHParams
+
+from shared_run import shared_trained_run
 
 SAMPLING = dict(sampling_temperature=1.0, sampling_seed=3)
 
@@ -66,11 +69,12 @@ def test_epsilon_sampling_is_a_strategy_of_its_own():
   # Its draw is plain sampling's after its truncation.
   np.testing.assert_array_equal(
       chosen.draw(logits, u).numpy(),
-      sample_tokens(logits, u, 1.0, top_k=5, epsilon=0.05).numpy())
+      sampling.draw(sampling.without_improbable(logits, 0.05), u,
+                    top_k=5).numpy())
   plain = strategy.of(DecodeHParams(**SAMPLING, top_k=5))
   np.testing.assert_array_equal(
       plain.draw(logits, u).numpy(),
-      sample_tokens(logits, u, 1.0, top_k=5).numpy())
+      sampling.draw(logits, u, top_k=5).numpy())
 
 
 def test_sampling_runs_the_encoder_once_per_input(tiny_model):
@@ -109,3 +113,35 @@ def test_blank_lines_get_lists_of_their_own(tiny_model):
   assert outputs == [["", ""], ["", ""]] and scores == [[0.0, 0.0]] * 2
   outputs[0][0], scores[0][0] = "filled", -1.0
   assert outputs[1] == ["", ""] and scores[1] == [0.0, 0.0]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  """(model, Vocabulary) of the session's shared tiny run (untrained
+  weights: most outputs run to their length limit)."""
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  return model, vocab
+
+
+def test_inputs_are_their_pieces_then_eos_then_padding(trained):
+  _, vocab = trained
+  lines = ["Two young men play football.", "", "A dog."]
+  pieces = [vocab.encode_text(line, add_eos=False) for line in lines]
+  width = max(len(p) for p in pieces) + 1
+  want = [p + [EOS_ID] + [0] * (width - len(p) - 1) for p in pieces]
+  assert pieces[1] == [] and len(pieces[0]) > len(pieces[2]) > 0
+  assert encode_inputs(vocab, tf.constant(lines)).numpy().tolist() == want
+
+
+def test_a_blank_string_decodes_to_nothing(trained):
+  """Spaces alone are blank too: "" out, though the search ran on EOS."""
+  model, vocab = trained
+  settled = machine.settle(DecodeHParams(extra_length=4,
+                                         concurrent_searches=1))
+  result = decode_strings(model, vocab, tf.constant(["A dog.", "  ", ""]),
+                          settled)
+  assert result["outputs"].numpy().tolist()[1:] == [b"", b""]
+  # The search itself gave the blank row text, which the output drops.
+  assert vocab.decode(result["ids"][1:2]).numpy()[0]
+  assert result["outputs"].numpy()[0] == vocab.decode(
+      result["ids"][:1]).numpy()[0]

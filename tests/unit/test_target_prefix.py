@@ -2,17 +2,20 @@
 row's prefix, in greedy search, beam search (every beam), sampling,
 concurrent searches and ensembles; rows without one decode as they would
 alone; past the prefix the search goes on as from that prefix; prefixes
-longer than their limit fail with one line (a prefix the vocabulary cannot
-encode: tests/end_to_end/test_attention_of_output.py, on a real
-vocabulary)."""
+longer than their limit fail with one line, and so do prefixes the target
+vocabulary cannot encode; a Decoder gives each line its own prefix."""
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from decode_helpers import decode_ids
+from shared_run import shared_trained_run
 from t2tlite.data.vocab import EOS_ID
+from t2tlite.decode import machine
 from t2tlite.decode import prefix as prefix_lib
+from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.ensemble import Ensemble
+from t2tlite.decode.settings import DecodeHParams
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
                       [3, 4, EOS_ID, 0, 0, 0, 0],
@@ -98,3 +101,84 @@ def test_a_prefix_too_long_for_concurrent_searches_fails_with_its_reason(
                        match="target prefix longer than its output may hold"):
       search(INPUTS, long)
 
+
+
+def test_a_prefix_as_long_as_its_limit_passes_the_check():
+  prefix_lib.check_prefixes([[3] * 5, [], [4] * 2], [5, 0, 3])
+
+
+def test_prefixes_are_padded_at_their_end():
+  padded = prefix_lib.padded([[4, 5, 6], [], [7]])
+  assert padded.numpy().tolist() == [[4, 5, 6], [0, 0, 0], [7, 0, 0]]
+  assert prefix_lib.padded([[], []]).numpy().tolist() == [[0], [0]]
+
+
+def test_beams_after_a_prefix_are_distinct(tiny_model):
+  """The prefix's token is the one candidate of a forced step, so the
+  beams past the prefix are different hypotheses, not copies of one."""
+  result = decode_ids(tiny_model, INPUTS, target_prefix=PREFIXES,
+                      beam_size=3, return_beams=True, extra_length=6)
+  _starts(result["outputs"])
+  for beams in result["outputs"].numpy().tolist():
+    assert len({tuple(beam) for beam in beams}) == 3
+
+
+def test_one_prefixed_line_over_two_searches(tiny_model):
+  """One row for two searches: the other searches an empty block."""
+  hp = dict(beam_size=2, extra_length=6)
+  one = decode_ids(tiny_model, INPUTS[2:], target_prefix=PREFIXES[2:], **hp)
+  two = decode_ids(tiny_model, INPUTS[2:], target_prefix=PREFIXES[2:],
+                   concurrent_searches=2, **hp)
+  _starts(two["outputs"], PREFIXES[2:])
+  np.testing.assert_array_equal(two["outputs"], one["outputs"])
+  np.testing.assert_allclose(two["scores"], one["scores"], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+  """(model, Vocabulary) of the session's shared tiny run."""
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  return model, vocab
+
+
+def _decoder(trained, **hparams):
+  model, vocab = trained
+  return Decoder(model, vocab, machine.settle(
+      DecodeHParams(concurrent_searches=1, **hparams)))
+
+
+def test_a_prefix_the_vocabulary_cannot_encode_is_named(trained):
+  _, vocab = trained
+  ids = prefix_lib.encode_prefixes(vocab, ["Ein Hund", "", "  "])
+  assert ids == [vocab.encode_text("Ein Hund", add_eos=False), [], []]
+  assert ids[0]
+  with pytest.raises(ValueError, match=r"^target prefix 3 \('\u65e5\u672c'\)"
+                     ": the target vocabulary cannot encode it"):
+    prefix_lib.encode_prefixes(vocab, ["Ein", "", "\u65e5\u672c"])
+
+
+def test_a_decoders_prefix_may_fill_its_output_but_not_more(trained):
+  """A line's output holds its tokens, its EOS and extra_length more."""
+  _, vocab = trained
+  line, prefix = "A dog.", "Ein Hund läuft über eine grüne Wiese."
+  tokens = len(vocab.encode_text(prefix, add_eos=False))
+  room = tokens - len(vocab.encode_text(line, add_eos=True))
+  assert room > 0
+  outputs, _ = _decoder(trained, extra_length=room).decode_batch(
+      [line], [prefix])
+  assert outputs == [prefix]
+  with pytest.raises(ValueError, match=rf"target prefix 2 holds {tokens} "
+                     rf"tokens, more than its output may hold \({tokens - 1}:"):
+    _decoder(trained, extra_length=room - 1).prefix_ids(
+        ["", line], ["", prefix])
+
+
+def test_decode_lines_gives_each_line_its_own_prefix(trained):
+  # Decoded longest first, one batch: not in the lines' order.
+  lines = ["A dog.", "", "Two young men are playing football in a park."]
+  prefixes = ["Ein Hund", "Leer", "Zwei"]
+  outputs, _ = _decoder(trained, extra_length=4).decode_lines(
+      lines, progress=False, prefixes=prefixes)
+  assert outputs[1] == ""
+  assert outputs[0].startswith("Ein Hund")
+  assert outputs[2].startswith("Zwei")
