@@ -113,7 +113,9 @@ def full_batch(batch_limits, max_line_chars):
   memory of its largest batch before it is ready, not under load."""
   tokens = max(1, batch_limits.max_tokens // batch_limits.max_lines)
   chars = min(4 * (tokens - 1), max_line_chars)
-  line = ("warm up " * (chars // 8 + 1))[:chars].rstrip() or "warm up"
+  line = ("warm up " * (chars // 8 + 1))[:chars]
+  # A space at the cut would be stripped somewhere: a full stop instead.
+  line = (line[:-1] + "." if line.endswith(" ") else line) or "warm up"
   return [line] * batch_limits.max_lines
 
 

@@ -172,7 +172,7 @@ def test_readyz_answers_503_while_warming_up_on_a_full_batch(server):
   # Stamped as the log lines are; a duration at its precision (0.0 s
   # said nothing).
   assert re.search(r"^\d\d:\d\d:\d\d t2t_serve: warm-up: a full batch \(4 "
-                   r"lines of 999 characters\) in (\d+ms|\d+\.\dm?s)$", log,
+                   r"lines of 1000 characters\) in (\d+ms|\d+\.\dm?s)$", log,
                    re.M), log
   assert re.search(r"^\d\d:\d\d:\d\d t2t_serve: warming up at ", log, re.M)
   assert not re.search(r"in 0\.0", log), log

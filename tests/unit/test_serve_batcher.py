@@ -146,6 +146,74 @@ def test_the_observer_counts_the_lines_of_each_batch():
   assert value("t2t_serve_batch_lines_sum") == 3
 
 
+def test_an_alone_request_first_in_the_queue_is_not_joined():
+  decode = Recorder()
+  batcher = _batcher(decode)
+  blocker = _busy(batcher, decode)
+  results, threads = [], []
+  for lines, alone in ((["a"], True), (["b"], False), (["c"], False)):
+    threads.append(_submit_later(batcher, results, "k", lines, alone=alone))
+    assert poll(lambda n=len(threads): batcher.queued_requests() == n, 10)
+  decode.hold.set()
+  for thread in threads + [blocker]:
+    thread.join(10)
+  assert [lines for _, lines in decode.batches[1:]] == [["a"], ["b", "c"]]
+  assert batcher.drain(10)
+
+
+def test_a_drain_decodes_a_waiting_batch_without_its_window():
+  decode = Recorder()
+  batcher = _batcher(decode, window_secs=30.0)
+  results = []
+  waiting = threading.Thread(
+      target=lambda: results.append(batcher.submit("k", ["a"])), daemon=True)
+  waiting.start()
+  assert poll(lambda: batcher.queued_requests() == 1, 10)
+  start = time.monotonic()
+  assert batcher.drain(5)
+  waiting.join(5)
+  assert time.monotonic() - start < 5 and results == [["A"]]
+
+
+def test_a_gone_client_is_counted_as_dropped_not_decoded():
+  from t2tlite.serve.metrics import ServeMetrics
+  metrics = ServeMetrics()
+  decode = Recorder()
+  batcher = batching.Batcher(
+      decode, batching.BatchLimits(window_secs=0.001),
+      observer=metrics).start()
+  with pytest.raises(batching.ClientGone):
+    batcher.submit("k", ["a"], gone=lambda: True)
+  assert batcher.submit("k", ["b"]) == ["B"]
+  assert batcher.drain(10)
+  value = metrics.registry.get_sample_value
+  assert value("t2t_serve_dropped_total", {"reason": "client_gone"}) == 1
+  assert value("t2t_serve_sentences_total") == 1
+  assert decode.batches == [("k", ["b"])]
+
+
+def test_batch_metrics_record_lines_and_decode_seconds():
+  from t2tlite.serve.metrics import ServeMetrics
+  metrics = ServeMetrics()
+  metrics.batch(3, 0.02)
+  metrics.batch(1, 0.3)
+  value = metrics.registry.get_sample_value
+  assert value("t2t_serve_batch_seconds_sum") == pytest.approx(0.32)
+  assert value("t2t_serve_batch_seconds_bucket", {"le": "0.025"}) == 1
+  assert value("t2t_serve_batch_lines_bucket", {"le": "2.0"}) == 1
+  assert value("t2t_serve_sentences_total") == 4
+
+
+def test_the_queue_gauge_is_read_at_each_scrape():
+  from t2tlite.serve.metrics import ServeMetrics
+  metrics, depth = ServeMetrics(), [0]
+  metrics.track_queue(lambda: depth[0])
+  for lines in (5, 0, 2):
+    depth[0] = lines
+    assert metrics.registry.get_sample_value(
+        "t2t_serve_queued_lines") == lines
+
+
 def test_a_full_queue_refuses_at_once_and_a_deadline_takes_a_request_out():
   decode = Recorder()
   batcher = _batcher(decode, max_queued_lines=2, timeout_secs=0.5)
@@ -306,7 +374,8 @@ def test_a_client_back_within_the_linger_waits_for_no_window(monkeypatch):
 
 @pytest.mark.parametrize("max_lines,max_tokens,chars,tokens", [
     (32, 2048, 252, 64),   # the defaults: 64 tokens a line
-    (4, 2048, 999, 250),   # 512 tokens a line: cut at max_line_chars
+    (4, 2048, 1000, 251),  # 512 tokens a line: cut at max_line_chars
+    (8, 200, 96, 25),      # a cut that falls after a space
     (32, 16, 7, 2)])       # under a token a line: the shortest text
 def test_the_warm_up_batch_is_the_largest_the_limits_let_form(
     max_lines, max_tokens, chars, tokens):

@@ -1,16 +1,19 @@
-"""t2t-serve's request checks, its lifecycle and model-source lookup (no
-model needed)."""
+"""t2t-serve's request checks, its lifecycle and model-source lookup, and
+its app's own behaviour over a source that needs no model (EchoSource)."""
 import json
 import os
 import re
+import threading
 
+import numpy as np
 import pytest
 
 from t2tlite.serve import validation
 from t2tlite.serve.lifecycle import Lifecycle
-from t2tlite.serve.model_source import ModelSource
+from t2tlite.serve.model_source import Attention, ModelSource, PrefixError
 
 import command_flags
+from train_helpers import poll
 
 LIMITS = validation.Limits(max_lines=2, max_line_chars=10)
 
@@ -188,3 +191,195 @@ def test_app_answers_what_it_cannot_do_in_one_json_line(tmp_path):
   info = client.get("/api/info").get_json()
   assert info["model"]["export"] == str(tmp_path / "1")
   assert info["limits"]["max_lines"] == validation.Limits().max_lines
+
+
+class EchoSource:
+  """A model source without a model, for the app's own behaviour: a
+  line's translation is its prefix and the line upper-cased; the prefix
+  "Zz" is refused as an export's search refuses one. Each translate or
+  attention call is recorded, releases `started` and then waits while
+  `hold` is clear."""
+
+  def __init__(self):
+    self.batches, self.hold = [], threading.Event()
+    self.hold.set()
+    self.started = threading.Semaphore(0)
+
+  def info(self):
+    return {"problem": "echo"}
+
+  def tag_lines(self, lines, targets=None):
+    del targets
+    return lines
+
+  def decode_hparams(self, overrides):
+    from t2tlite.decode.settings import DecodeHParams
+    del overrides
+    return DecodeHParams()
+
+  def check_prefixes(self, lines, hp, n_best=False, prefixes=None):
+    del lines, hp, n_best, prefixes
+
+  def _computing(self, lines):
+    self.batches.append(list(lines))
+    self.started.release()
+    assert self.hold.wait(30)
+
+  def translate(self, lines, hp=None, n_best=False, prefixes=None):
+    del hp
+    self._computing(lines)
+    prefixes = prefixes or [""] * len(lines)
+    if "Zz" in prefixes:
+      raise PrefixError("the target vocabulary cannot encode 'Zz'")
+    texts = [f"{prefix} {line.upper()}".strip()
+             for line, prefix in zip(lines, prefixes)]
+    return texts, ([[{"text": t, "score": -1.0}] for t in texts]
+                   if n_best else None)
+
+  def attention(self, line, hp=None, target_prefix=None):
+    del hp, target_prefix
+    self._computing([line])
+    weights = np.array([[[0.123456, 0.876544]]], dtype=np.float32)
+    return Attention(line, line.upper(), {"source": [line]},
+                     {"encdec": [weights]})
+
+
+def _post(app, path, request, answers=None):
+  """POSTs `request` as JSON; appends the answer to `answers` (from a
+  thread), else returns it."""
+  answer = app.test_client().post(path, json=request)
+  if answers is None:
+    return answer
+  answers.append(answer)
+  return None
+
+
+def _posting(app, path, request, answers):
+  thread = threading.Thread(target=_post, args=(app, path, request, answers),
+                            daemon=True)
+  thread.start()
+  return thread
+
+
+def _echo_app(limits=None, **kwargs):
+  from t2tlite.serve import app as app_lib
+  source = EchoSource()
+  return source, app_lib.make_app(source, limits or validation.Limits(),
+                                  **kwargs)
+
+
+def test_an_n_best_request_is_decoded_in_a_batch_of_its_own():
+  source, app = _echo_app()
+  batcher = app.extensions["t2tlite"].batcher
+  source.hold.clear()
+  answers, threads = [], [_posting(app, "/api/translate",
+                                   {"lines": ["busy"]}, [])]
+  assert source.started.acquire(timeout=10)
+  for line in ("a", "b"):
+    threads.append(_posting(app, "/api/translate",
+                            {"lines": [line], "n_best": True}, answers))
+    assert poll(lambda n=len(threads) - 1: batcher.queued_requests() == n, 10)
+  source.hold.set()
+  for thread in threads:
+    thread.join(10)
+  assert source.batches == [["busy"], ["a"], ["b"]]
+  assert sorted(answer.get_json()["n_best"][0][0]["text"]
+                for answer in answers) == ["A", "B"]
+
+
+def test_a_refused_target_prefix_is_named_by_its_line():
+  _, app = _echo_app()
+  for lines, prefixes, named in (
+      (["a"], ["Zz"], "target prefix 1 ('Zz')"),
+      (["a", "b"], ["Ein", "Zz"], "target prefix 2 ('Zz')")):
+    answer = _post(app, "/api/translate",
+                   {"lines": lines, "target_prefixes": prefixes})
+    assert answer.status_code == 400
+    assert answer.get_json() == {"error": f"target_prefixes: {named}: "
+                                 "the target vocabulary cannot encode 'Zz'"}
+  answer = _post(app, "/api/translate",
+                 {"lines": ["a", "b"], "target_prefixes": ["Ein", ""]})
+  assert answer.get_json() == {"translations": ["Ein A", "B"]}
+
+
+def test_attention_past_max_concurrent_is_busy_until_its_slot_is_free():
+  source, app = _echo_app(validation.Limits(max_concurrent=1,
+                                            busy_timeout_secs=0))
+  source.hold.clear()
+  answers = []
+  computing = _posting(app, "/api/attention", {"line": "a"}, answers)
+  assert source.started.acquire(timeout=10)
+  busy = _post(app, "/api/attention", {"line": "b"})
+  assert busy.status_code == 503
+  assert busy.get_json() == {"error": "busy: 1 request(s) computing "
+                             "(--max_concurrent); try again"}
+  source.hold.set()
+  computing.join(10)
+  for answer in answers + [_post(app, "/api/attention", {"line": "c"})]:
+    assert answer.status_code == 200
+  # Weights are sent with 4 decimals.
+  assert answers[0].get_json()["attention"] == {
+      "encdec": [[[[0.1235, 0.8765]]]]}
+
+
+def test_attention_is_done_only_once_every_request_computing_is():
+  source, app = _echo_app(validation.Limits(max_concurrent=2))
+  done = app.extensions["t2tlite"].attention_done
+  assert done(0)
+  source.hold.clear()
+  answers = []
+  computing = _posting(app, "/api/attention", {"line": "a"}, answers)
+  assert source.started.acquire(timeout=10)
+  assert not done(0.05)
+  source.hold.set()
+  computing.join(10)
+  assert done(0) and answers[0].status_code == 200
+
+
+def test_readyz_says_why_it_is_not_ready_and_when_to_come_back():
+  lifecycle = Lifecycle()
+  _, app = _echo_app(lifecycle=lifecycle)
+  client = app.test_client()
+  for state in ("warming up", "ready", "draining"):
+    if state == "ready":
+      lifecycle.set_ready()
+    if state == "draining":
+      lifecycle.start_draining()
+    answer = client.get("/readyz")
+    if state == "ready":
+      assert answer.status_code == 200
+      assert answer.get_json() == {"status": "ready"}
+      assert "Retry-After" not in answer.headers
+    else:
+      assert answer.status_code == 503
+      assert answer.get_json()["error"].startswith(state + ": ")
+      assert answer.headers["Retry-After"] == "5"
+    assert client.get("/healthz").status_code == 200
+
+
+def test_a_request_past_the_queue_bound_is_told_to_come_back():
+  from t2tlite.serve import batcher as batching
+  _, app = _echo_app(batch_limits=batching.BatchLimits(max_queued_lines=1))
+  answer = _post(app, "/api/translate", {"lines": ["a", "b"]})
+  assert answer.status_code == 503
+  assert answer.headers["Retry-After"] == "1"
+  assert answer.get_json()["error"].endswith(
+      "would pass the limit of 1 (--max_queued_lines); try again")
+  assert _post(app, "/api/translate", {"lines": ["a"]}).get_json() == {
+      "translations": ["A"]}
+
+
+def test_metrics_count_requests_by_route_not_by_path():
+  from prometheus_client.parser import text_string_to_metric_families
+  _, app = _echo_app()
+  client = app.test_client()
+  for path in ("/healthz", "/nothing/1", "/nothing/2"):
+    client.get(path)
+  answer = client.get("/metrics")
+  assert answer.content_type.startswith("text/plain")
+  counts = {
+      (sample.labels["path"], sample.labels["status"]): sample.value
+      for family in text_string_to_metric_families(answer.get_data(True))
+      for sample in family.samples
+      if sample.name == "t2t_serve_requests_total"}
+  assert counts == {("/healthz", "200"): 1.0, ("other", "404"): 2.0}
