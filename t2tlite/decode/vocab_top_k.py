@@ -63,8 +63,7 @@ def log_normalizer_and_top_k(logits, k, excluded_ids=(), excluding=None):
   values, ids = _top_k(logits, k + n)
   probs = tf.nn.softmax(logits)
   if n:
-    flags = (tf.ones([n], tf.bool) if excluding is None else
-             tf.convert_to_tensor(excluding))
+    flags = _exclusion_flags(n, excluding)
     hidden = excluded(ids, excluded_ids, flags)
     share = tf.zeros_like(logits[:, 0])
     for i, token in enumerate(excluded_ids):
@@ -95,9 +94,15 @@ def log_normalizer(logits, excluded_ids=(), excluding=None):
   excluded_ids = tuple(excluded_ids)
   if not excluded_ids:
     return tf.reduce_logsumexp(logits, axis=-1)
-  flags = (tf.ones([len(excluded_ids)], tf.bool) if excluding is None else
-           tf.convert_to_tensor(excluding))
-  return _logsumexp_without(logits, excluded_ids, flags)
+  return _logsumexp_without(logits, excluded_ids,
+                            _exclusion_flags(len(excluded_ids), excluding))
+
+
+def _exclusion_flags(n, excluding):
+  """bool [n]: which of n excluded ids are left out (`excluding`, or all
+  of them when it is None)."""
+  return (tf.ones([n], tf.bool) if excluding is None else
+          tf.convert_to_tensor(excluding))
 
 
 def excluded(token_ids, excluded_ids, flags):
