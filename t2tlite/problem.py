@@ -34,7 +34,7 @@ import re
 from absl import logging
 
 from t2tlite import registry
-from t2tlite.data import autotune, datagen, pipeline, records
+from t2tlite.data import autotune, datagen, pipeline, records, text_files
 from t2tlite.data.samples import DataError, Skipped  # noqa: F401  (re-exported)
 from t2tlite.data.vocab import Vocabulary
 
@@ -284,11 +284,10 @@ class Problem:
     for path in paths:
       with open(path, encoding="utf-8") as f:
         sides.append([line.rstrip("\n") for line in f])
-    if len(sides[0]) != len(sides[1]):
-      raise DataError(
-          f"Misaligned text: {paths[0]} has {len(sides[0])} lines but "
-          f"{paths[1]} has {len(sides[1])}; run t2t-datagen --problem="
-          f"{self.data_name} --data_dir={data_dir} again.")
+    text_files.check_aligned(
+        paths[0], len(sides[0]), paths[1], len(sides[1]),
+        remedy=f"run t2t-datagen --problem={self.data_name} "
+        f"--data_dir={data_dir} again")
     return list(zip(*sides))
 
   def sample_pairs(self, pairs, samples):

@@ -89,6 +89,18 @@ def _find_one(folder, names, stems, lang):
   return None
 
 
+def check_aligned(path_a, count_a, path_b, count_b,
+                  remedy="they must match line by line"):
+  """Raises DataError naming both files and their line counts (and `remedy`)
+  when `count_a != count_b`: a line of one is the translation of the same
+  line of the other, so files of different lengths are never cut to the
+  shorter one."""
+  if count_a != count_b:
+    raise DataError(
+        f"Misaligned parallel files: {path_a} has {count_a} lines but "
+        f"{path_b} has {count_b} lines; {remedy}.")
+
+
 def read_parallel_lines(path_a, path_b):
   """Yields `(text_a, text_b)` per aligned line, or `Skipped` for bad lines.
 
@@ -96,11 +108,7 @@ def read_parallel_lines(path_a, path_b):
     DataError: the two files have different numbers of lines (checked before
       anything is yielded).
   """
-  count_a, count_b = count_lines(path_a), count_lines(path_b)
-  if count_a != count_b:
-    raise DataError(
-        f"Misaligned parallel files: {path_a} has {count_a} lines but "
-        f"{path_b} has {count_b} lines; they must match line by line.")
+  check_aligned(path_a, count_lines(path_a), path_b, count_lines(path_b))
   with open_binary(path_a) as file_a, open_binary(path_b) as file_b:
     for line_no, (raw_a, raw_b) in enumerate(zip(file_a, file_b), start=1):
       texts = []

@@ -125,7 +125,8 @@ def test_missing_or_misaligned_target_text_says_what_to_run(tmp_path):
   with pytest.raises(DataError) as error:
     problem.text_pairs(str(tmp_path), "dev")
   assert str(error.value).startswith(
-      f"Misaligned text: {inputs} has 1 lines but {targets} has 0; run "
+      f"Misaligned parallel files: {inputs} has 1 lines but {targets} "
+      "has 0 lines; run "
       "t2t-datagen --problem=algorithmic_reverse")
   write_lines(targets, ["2 1"])
   assert problem.text_pairs(str(tmp_path), "dev") == [("1 2", "2 1")]
