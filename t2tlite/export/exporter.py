@@ -32,7 +32,8 @@ from t2tlite import problem_decoding
 from t2tlite.decode import machine
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import batching_config
-from t2tlite.export.layout import EXPORT_SUBDIR, METADATA_FILE
+from t2tlite.export.layout import (EXPORT_SUBDIR, METADATA_FILE,
+                                   numbered_versions)
 from t2tlite.export.serving_module import ServingModule
 
 # Ops that run Python or need XLA: stock TF Serving has neither.
@@ -44,10 +45,8 @@ def versions(export_dir):
   """Sorted integer versions already in export_dir (missing folder: [])."""
   if not tf.io.gfile.isdir(export_dir):
     return []
-  names = [name.rstrip("/") for name in tf.io.gfile.listdir(export_dir)]
-  # ASCII digits only: str.isdigit() also holds for "²", which int() refuses.
-  return sorted(int(name) for name in names
-                if name.isascii() and name.isdigit())
+  return [version for version, _ in numbered_versions(
+      name.rstrip("/") for name in tf.io.gfile.listdir(export_dir))]
 
 
 def _saved_model_nodes(saved_model_dir):

@@ -31,7 +31,7 @@ import re
 import threading
 
 from t2tlite import files
-from t2tlite.export.layout import METADATA_FILE
+from t2tlite.export.layout import METADATA_FILE, numbered_versions
 
 # The export's signature of text with target prefixes (serving_module).
 PREFIX_SIGNATURE = "translate_with_prefix"
@@ -85,9 +85,9 @@ def _export_version(path):
     return path
   if not os.path.isdir(path):
     return None
-  numbers = sorted(int(n) for n in os.listdir(path) if n.isdigit() and
-                   os.path.exists(os.path.join(path, n, "saved_model.pb")))
-  return os.path.join(path, str(numbers[-1])) if numbers else None
+  names = [name for _, name in numbered_versions(os.listdir(path))
+           if os.path.exists(os.path.join(path, name, "saved_model.pb"))]
+  return os.path.join(path, names[-1]) if names else None
 
 
 def _run_folder_of(checkpoint):

@@ -58,6 +58,19 @@ def test_an_export_finds_the_run_of_its_checkpoint(tmp_path):
   assert ModelSource.open(str(tmp_path / "alone")).run_folder is None
 
 
+def test_an_export_folder_serves_its_highest_complete_version(tmp_path):
+  """The highest version with a saved_model.pb, by number as TF Serving
+  reads it ("010" is 10, kept as named); "²" (a digit to str.isdigit) is
+  no version, and "11" without saved_model.pb is not one yet."""
+  run = fake_run(tmp_path / "run")
+  export = tmp_path / "export"
+  for name in ("2", "010", "\u00b2"):
+    fake_export(export / name, os.path.join(run, "ckpt-1"))
+  (export / "11").mkdir()
+  source = ModelSource.open(str(export))
+  assert source.saved_model_dir == str(export / "010")
+
+
 def test_an_export_without_its_run_answers_only_its_own_settings(tmp_path):
   checkpoint = str(tmp_path / "gone" / "ckpt-7")
   source = ModelSource.open(fake_export(tmp_path / "1", checkpoint))
