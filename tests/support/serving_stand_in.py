@@ -24,6 +24,8 @@ import tensorflow_text  # noqa: F401  (registers the sentencepiece ops)
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_service_pb2_grpc
 
+from t2tlite.export.layout import numbered_versions
+
 # A request's model_spec as received: version None when not set.
 ModelSpec = collections.namedtuple("ModelSpec", "name signature_name version")
 StandIn = collections.namedtuple("StandIn", "server address servicer")
@@ -33,12 +35,13 @@ class _Servicer(prediction_service_pb2_grpc.PredictionServiceServicer):
 
   def __init__(self, name, base_path):
     self.name = name
-    self.version = max(int(v) for v in os.listdir(base_path) if v.isdigit())
+    # The highest version, read as t2t-exporter numbers them.
+    self.version, folder = numbered_versions(os.listdir(base_path))[-1]
     self.graph = tf.Graph()
     self.session = tf.compat.v1.Session(graph=self.graph)
     with self.graph.as_default():
       meta_graph = tf.compat.v1.saved_model.loader.load(
-          self.session, ["serve"], os.path.join(base_path, str(self.version)))
+          self.session, ["serve"], os.path.join(base_path, folder))
     self.signatures = meta_graph.signature_def
     self.requests = []  # ModelSpec of each Predict, in order
     self.fail_for = {}  # servable name -> (grpc.StatusCode, details)

@@ -12,6 +12,7 @@ from t2tlite import run_dir
 from t2tlite.train import averaging
 from t2tlite.train import best as best_lib
 from t2tlite.train.schedules import build_optimizer
+from checkpoint_state import write_checkpoint_state
 import command_flags
 import train_helpers
 
@@ -179,10 +180,8 @@ def test_a_later_average_keeps_the_earlier_one(three_checkpoints, tmp_path):
   # A folder whose 'checkpoint' file lists the run's two oldest.
   older = tmp_path / "older"
   older.mkdir()
-  (older / "checkpoint").write_text(
-      f'model_checkpoint_path: "{output_dir}/ckpt-20"\n' + "".join(
-          f'all_model_checkpoint_paths: "{output_dir}/ckpt-{step}"\n'
-          for step in (10, 20)))
+  write_checkpoint_state(older, [f"{output_dir}/ckpt-{step}"
+                                 for step in (10, 20)])
   averaged = str(tmp_path / "averaged")
   first = averaging.average_checkpoints(output_dir, 2, averaged_dir=averaged,
                                         checkpoint_dir=str(older))

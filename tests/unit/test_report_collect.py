@@ -3,6 +3,8 @@ import pytest
 
 from t2tlite.report import collect
 
+from checkpoint_state import write_checkpoint_state
+
 
 def test_metrics_lines_skip_a_last_line_still_being_written(tmp_path):
   path = tmp_path / "metrics.jsonl"
@@ -43,10 +45,7 @@ def _checkpoints(folder, sizes):
   for prefix, (index, data) in sizes.items():
     (folder / f"{prefix}.index").write_bytes(b"i" * index)
     (folder / f"{prefix}.data-00000-of-00001").write_bytes(b"d" * data)
-  names = list(sizes)
-  (folder / "checkpoint").write_text(
-      f'model_checkpoint_path: "{names[-1]}"\n' +
-      "".join(f'all_model_checkpoint_paths: "{n}"\n' for n in names))
+  write_checkpoint_state(folder, list(sizes))
 
 
 def test_collect_lists_each_checkpoint_with_its_own_files(tmp_path):

@@ -24,6 +24,7 @@ from t2tlite.train import strategy as strategy_lib
 from t2tlite.train import trainer as trainer_lib
 from t2tlite.train.config import TrainConfig
 from t2tlite.train.evaluation import EVAL_RESULTS_FILE
+from checkpoint_state import write_checkpoint_state
 import command_flags
 import train_helpers
 
@@ -618,9 +619,7 @@ def _fake_checkpoint(folder, step):
   """A folder whose 'checkpoint' file names ckpt-<step>, its index present
   (what finding a checkpoint looks at; no variables are read)."""
   folder.mkdir(parents=True, exist_ok=True)
-  (folder / "checkpoint").write_text(
-      f'model_checkpoint_path: "ckpt-{step}"\n'
-      f'all_model_checkpoint_paths: "ckpt-{step}"\n')
+  write_checkpoint_state(folder, [f"ckpt-{step}"])
   (folder / f"ckpt-{step}.index").write_bytes(b"")
   return str(folder / f"ckpt-{step}")
 
