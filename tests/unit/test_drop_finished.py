@@ -46,7 +46,10 @@ def _rules(prefix=None, min_length=0, no_repeats=0):
 RULES = {
     "plain": _rules(),
     "min_length and no repeats": _rules(min_length=3, no_repeats=2),
-    "prefixes": _rules(prefix=[[7, 8], [0, 0], [9, 0], [0, 0], [10, 11]]),
+    # No-repeat too: its normalizer for the forced tokens is made only at
+    # steps that force a row, a branch in a loop whose rows change.
+    "prefixes and no repeats": _rules(
+        prefix=[[7, 8], [0, 0], [9, 0], [0, 0], [10, 11]], no_repeats=2),
 }
 
 
@@ -54,7 +57,7 @@ RULES = {
 # logits, return_beams only what is gathered once the search ends.
 @pytest.mark.parametrize("rules,return_beams", [
     ("plain", False), ("min_length and no repeats", True),
-    ("prefixes", True)])
+    ("prefixes and no repeats", True)])
 def test_outputs_and_scores_are_those_of_the_search_that_keeps_them(
     tiny_model, rules, return_beams):
   beam = Beam(size=3, alpha=0.6, return_beams=return_beams)

@@ -157,3 +157,22 @@ def test_a_forced_token_is_scored_even_where_it_repeats_an_ngram():
   second, tokens = rules.top_candidates(logits, seqs, tf.constant(1), 1)
   assert tokens.numpy().tolist() == [[5]]
   np.testing.assert_allclose(second.numpy(), [[np.log(0.6)]], rtol=1e-6)
+
+
+def test_a_step_forcing_some_rows_normalizes_theirs_with_every_token():
+  """Prefixes of two lengths under no-repeat: at the step where only the
+  longer one still forces, its banned token is scored against the whole
+  vocabulary, while the other row chooses as it would without a prefix;
+  past both prefixes no row is forced."""
+  rules = StepRules(min_length=0, no_repeat_ngram_size=1, excluded_id=None,
+                    prefix=ForcedPrefix(tf.constant([[5, 5], [5, 0]])))
+  logits = tf.math.log(tf.constant([[0.05, 0.05, 0.1, 0.1, 0.1, 0.6]] * 2))
+  seqs = tf.constant([[5, 0, 0], [5, 0, 0]])
+  scores, tokens = rules.top_candidates(logits, seqs, tf.constant(1), 1)
+  # Row 1 may not repeat 5: its best is a 0.1 token of the 0.4 left.
+  assert tokens.numpy().tolist() == [[5], [2]]
+  np.testing.assert_allclose(scores.numpy(),
+                             [[np.log(0.6)], [np.log(0.1 / 0.4)]], rtol=1e-6)
+  _, tokens = rules.top_candidates(logits, tf.constant([[5, 5, 0]] * 2),
+                                   tf.constant(2), 1)
+  assert tokens.numpy().tolist() == [[2], [2]]
