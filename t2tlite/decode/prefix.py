@@ -36,15 +36,13 @@ class ForcedPrefix:
     tokens = tf.gather(padded, column, axis=1)
     return tokens != PAD_ID, tokens
 
-  def forces_any(self, step):
-    """bool scalar: whether some row writes its prefix's token at `step`."""
-    return tf.reduce_any(self.at(step)[0])
-
-  def force(self, step, log_probs, tokens, model_logits, log_z, impossible):
+  @staticmethod
+  def force(forcing, forced, log_probs, tokens, model_logits, log_z,
+            impossible):
     """Candidates with the prefix's token first on rows that are forced.
 
     Args:
-      step: int32 scalar, the position written.
+      forcing, forced: `at(step)` of the position written.
       log_probs, tokens: a step's candidates, float32 and int32 [rows, k].
       model_logits: float32 [rows, V], the logits the forced token's score
         is read from; log_z: float32 [rows], their log-normalizers. Only
@@ -54,7 +52,6 @@ class ForcedPrefix:
       (log_probs, tokens) [rows, k]: on forced rows the prefix's token with
       its log-probability, then k - 1 impossible candidates.
     """
-    forcing, forced = self.at(step)
     forced_score = tf.gather(model_logits, forced, batch_dims=1) - log_z
     # Shaped like the candidates (static k kept): the first column true.
     first = tf.equal(tf.cumsum(tf.ones_like(tokens), axis=1), 1)

@@ -113,16 +113,18 @@ class StepRules:
     excluded_ids, excluding = self._exclusions(step)
     log_z, log_probs, tokens = choose(logits, excluded_ids, excluding)
     if self.prefix is not None:
+      forcing, forced = self.prefix.at(step)
       if self.no_repeat_ngram_size:
         # A forced token may be one no-repeat bans: its normalizer holds
         # the banned tokens too (else its probability could exceed 1). A
         # pass over the vocabulary, made only at steps that force a row.
         log_z = tf.cond(
-            self.prefix.forces_any(step),
+            tf.reduce_any(forcing),
             lambda: log_normalizer(model_logits, excluded_ids, excluding),
             lambda: log_z)
       log_probs, tokens = self.prefix.force(
-          step, log_probs, tokens, model_logits, log_z, IMPOSSIBLE_LOG_PROB)
+          forcing, forced, log_probs, tokens, model_logits, log_z,
+          IMPOSSIBLE_LOG_PROB)
     return log_probs, tokens
 
   def top_candidates(self, logits, seqs, step, k):
