@@ -31,6 +31,11 @@ setuptools.setup(
         "absl-py>=2.1",
         "sentencepiece>=0.2",
         "numpy>=1.26",
+        # TensorFlow's and Keras's numpy types (bfloat16, ...). 0.7.0 takes
+        # 0.75 s to import where 0.6.0 takes 0.01 s (it registers its ufunc
+        # loops one by one, each a search of those before), a quarter of
+        # every command's start (BUILD_NOTES.md, "A lean start").
+        "ml_dtypes>=0.5.1,<0.7",
         "matplotlib>=3.8",
     ],
     extras_require={
