@@ -33,8 +33,8 @@ setuptools.setup(
         "numpy>=1.26",
         # TensorFlow's and Keras's numpy types (bfloat16, ...). 0.7.0 takes
         # 0.75 s to import where 0.6.0 takes 0.01 s (it registers its ufunc
-        # loops one by one, each a search of those before), a quarter of
-        # every command's start (BUILD_NOTES.md, "A lean start").
+        # loops one by one, each a search of those before): a quarter of a
+        # command's TensorFlow import (BUILD_NOTES.md, "A lean start").
         "ml_dtypes>=0.5.1,<0.7",
         "matplotlib>=3.8",
     ],
