@@ -53,9 +53,12 @@ def watch(probes, found, timeout_secs=TIMEOUT, **kwargs):
       probe_secs=0.05, interval_secs=0.02, **kwargs)
 
 
-def wait_found(found, limit=5):
-  """Seconds until `found` is not empty (at most `limit`)."""
-  since = time.monotonic()
+def wait_found(found, since=None, limit=5):
+  """Seconds from `since` (a time.monotonic(); default now) until `found`
+  is not empty (waiting at most `limit`). A lower bound holds only from a
+  `since` taken before the event the watch times from: before the peer
+  changes, or before the watch starts."""
+  since = time.monotonic() if since is None else since
   while not found and time.monotonic() - since < limit:
     time.sleep(0.005)
   return time.monotonic() - since
@@ -143,8 +146,9 @@ def test_a_peer_that_answered_then_refuses_is_lost_after_the_grace():
   probes, found = Probes(), []
   with watch(probes, found, timeout_secs=30):
     time.sleep(0.2)
+    since = time.monotonic()
     probes.refused.add(PEERS[0])
-    elapsed = wait_found(found)
+    elapsed = wait_found(found, since)
     time.sleep(0.1)
   assert found == [{PEERS[0]: peer_watch.REFUSED}]
   assert GRACE <= elapsed < 1.5, elapsed  # far below the 30 s timeout
@@ -162,15 +166,17 @@ def test_a_peer_never_seen_refusing_is_not_yet_started_not_lost():
     answered = probes.count
     while probes.count < answered + 2 * len(PEERS):  # two rounds
       time.sleep(0.005)
+    since = time.monotonic()
     probes.refused.add(PEERS[1])  # and died
-    elapsed = wait_found(found)
+    elapsed = wait_found(found, since)
   assert found == [{PEERS[1]: peer_watch.REFUSED}]
   assert GRACE <= elapsed < TIMEOUT, elapsed
   # Never seen at all, it is lost at the timeout, refusing.
   probes, found = Probes(), []
   probes.refused.add(PEERS[1])
+  since = time.monotonic()
   with watch(probes, found):
-    elapsed = wait_found(found)
+    elapsed = wait_found(found, since)
   assert found == [{PEERS[1]: peer_watch.REFUSED}]
   assert TIMEOUT <= elapsed < 2.5, elapsed
 
@@ -178,8 +184,9 @@ def test_a_peer_never_seen_refusing_is_not_yet_started_not_lost():
 def test_a_peer_answered_before_refusing_from_the_start_is_lost():
   probes, found = Probes(), []
   probes.refused.add(PEERS[1])
+  since = time.monotonic()
   with watch(probes, found, answered_before=PEERS):
-    elapsed = wait_found(found)
+    elapsed = wait_found(found, since)
   assert found == [{PEERS[1]: peer_watch.REFUSED}]
   assert GRACE <= elapsed < TIMEOUT, elapsed
 
