@@ -161,22 +161,22 @@ def prefix_ids(target_vocab, target_prefixes):
     return tf.identity(ids)
 
 
-def translate_text(model, vocab, settled, max_input_length, inputs,
-                   target_vocab=None, constraint=None, postprocess=None,
-                   search_weights=None, target_prefixes=None):
+def translate_text(search_ids, vocab, settled, max_input_length, inputs,
+                   target_vocab=None, postprocess=None, target_prefixes=None):
   """Text in, text out (the serving_default signature).
 
   Args:
-    model: a Transformer; vocab: its (input) Vocabulary.
+    search_ids: callable(ids int32 [batch, src_len], prefix int32 [batch,
+      prefix_len] or None) -> `search.search_with_hparams`' result: the
+      model's search as `settled` says (`ServingModule` shares one between
+      signatures).
+    vocab: the model's (input) Vocabulary.
     settled: the `machine.SettledDecode` it runs.
     max_input_length: longest model input in tokens, EOS included.
     inputs: tf.string [batch].
     target_vocab: the Vocabulary of its outputs; None: vocab.
-    constraint: None, or a DecodeConstraint the outputs obey.
     postprocess: None, or callable(outputs tf.string [n], inputs tf.string
       [n]) -> tf.string [n] applied to the decoded text (every beam).
-    search_weights: None, or the search's weights made once
-      (`search.fixed_search_weights`).
     target_prefixes: None, or tf.string [batch], each output's start (""
       for none; the translate_with_prefix signature).
   Returns:
@@ -187,9 +187,10 @@ def translate_text(model, vocab, settled, max_input_length, inputs,
   prefix = None
   if target_prefixes is not None:
     prefix = prefix_ids(target_vocab or vocab, target_prefixes)
-  result = decoding.decode_strings(model, truncating, text, settled,
-                                   target_vocab, constraint, search_weights,
-                                   prefix)
+  result = decoding.output_texts(
+      target_vocab or vocab, text,
+      search_ids(decoding.encode_inputs(truncating, text), prefix),
+      settled.hp.multiple_outputs)
   # Generated pieces may join into invalid UTF-8 (byte pieces); REST clients
   # need valid JSON strings.
   outputs = valid_utf8(result["outputs"])
@@ -244,24 +245,20 @@ def tag_inputs(inputs, target_language, target_languages):
                     tf.where(own | ~given, escaped, tagged))
 
 
-def translate_ids(model, vocab_size, settled, max_input_length, inputs,
-                  constraint=None, search_weights=None):
+def translate_ids(search_ids, vocab_size, max_input_length, inputs):
   """Ids in, ids out (the translate_ids signature).
 
   Args:
     inputs: int32 [batch, len], 0-padded rows ending with EOS.
     (others as in `translate_text`; vocab_size: the input vocabulary's,
     ids at or above it are UNK)
-    constraint: None, or a DecodeConstraint the outputs obey.
-    search_weights: None, or `search.fixed_search_weights`'s.
   Returns:
     {"outputs": int32 [batch(, beam), out_len], "scores": float32
     [batch(, beam)]}.
   """
   tokens = clean_ids(inputs, vocab_size)
   ids = truncate_and_end(tokens, max_input_length)
-  result = search.search_with_hparams(model, ids, settled, constraint,
-                                      search_weights)
+  result = search_ids(ids, None)
   empty = tf.equal(tokens.row_lengths(), 0)
   return {"outputs": _zero_where(empty, result["outputs"]),
           "scores": _zero_where(empty, result["scores"])}
@@ -388,27 +385,40 @@ class ServingModule(tf.Module):
     # key includes the save context), which doubled an export's tracing;
     # a concrete function is saved as it is. Without AutoGraph, as the
     # Decoder (BUILD_NOTES.md, "Graphs traced without AutoGraph").
+    # The search of ids without a prefix is one function that the text,
+    # language and ids signatures call (inlined where they run): traced
+    # and saved once, not once a signature.
+    searched = _traced(
+        lambda ids: search.search_with_hparams(model, ids, settled,
+                                               constraint, weights),
+        tf.TensorSpec([None, None], tf.int32))
+
+    def search_ids(ids, prefix):
+      if prefix is None:
+        return searched(ids)
+      return search.search_with_hparams(model, ids, settled, constraint,
+                                        weights, prefix)
+
     self.translate_text = _traced(
-        lambda inputs: translate_text(model, vocab, settled, length, inputs,
-                                      self.target_vocab, constraint,
-                                      postprocess, weights),
+        lambda inputs: translate_text(search_ids, vocab, settled, length,
+                                      inputs, self.target_vocab,
+                                      postprocess),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY))
     self.translate_with_prefix = _traced(
         lambda inputs, target_prefixes: translate_text(
-            model, vocab, settled, length, inputs, self.target_vocab,
-            constraint, postprocess, weights, target_prefixes),
+            search_ids, vocab, settled, length, inputs, self.target_vocab,
+            postprocess, target_prefixes),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY),
         tf.TensorSpec([None], tf.string, name=PREFIX_KEY))
     self.translate_to_language = target_languages and _traced(
         lambda inputs, target_language: translate_text(
-            model, vocab, settled, length,
+            search_ids, vocab, settled, length,
             tag_inputs(inputs, target_language, target_languages),
-            self.target_vocab, constraint, postprocess, weights),
+            self.target_vocab, postprocess),
         tf.TensorSpec([None], tf.string, name=INPUT_KEY),
         tf.TensorSpec([None], tf.string, name=LANGUAGE_KEY))
     self.translate_ids = _traced(
-        lambda inputs: translate_ids(model, vocab.size, settled, length,
-                                     inputs, constraint, weights),
+        lambda inputs: translate_ids(search_ids, vocab.size, length, inputs),
         tf.TensorSpec([None, None], tf.int32, name=INPUT_KEY))
     def scored(inputs, targets, target_language=None):
       if target_languages:  # "": each line starts with its own tag

@@ -21,7 +21,7 @@ import host
 from outputs_differ import assert_outputs_differ
 from run_folder import TINY, multi30k_lines
 from search_graphs import (assert_search_rewrite,
-                           saved_model_block_call_rewrites)
+                           saved_model_block_call_rewrites, signature_loops)
 from shared_export import DECODE, exported_run_folder, shared_export
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
@@ -123,6 +123,13 @@ def test_layout_metadata_and_ops(exported):
   assert exporter.matmul_dtypes(path) == {"float32"}
   ops = exporter.check_serving_ops(path)
   assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & ops
+  # The text and ids signatures call one saved search; the prefixed one
+  # has its own.
+  loops = {name: signature_loops(path, name) for name in (
+      "serving_default", "translate_ids", "translate_with_prefix")}
+  assert loops["serving_default"] == loops["translate_ids"]
+  assert loops["serving_default"]
+  assert not loops["serving_default"] & loops["translate_with_prefix"]
   assert not [op for op in ops if op.startswith("Xla")]
   assert ops - set(dir(tf.raw_ops)) == TF_TEXT_OPS
   # The search's weights are saved made (the output projection's decoding

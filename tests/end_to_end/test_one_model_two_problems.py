@@ -34,6 +34,7 @@ from t2tlite.train import best as best_lib
 from t2tlite.train import warm_start
 
 import browser as browser_lib
+from search_graphs import signature_loops
 from train_helpers import SUPPORT_DIR, command, processes
 
 PLUGINS = os.path.join(SUPPORT_DIR, "plugins")
@@ -254,6 +255,9 @@ def test_decodes_each_member_by_its_tag_as_its_export_does(run, decoder,
     _, stderr = client.communicate(timeout=200)
   with open(os.path.join(version, exporter.METADATA_FILE)) as f:
     assert json.load(f)["target_languages"] == known
+  # The language signature calls the text signature's saved search.
+  assert (signature_loops(version, "translate_to_language") ==
+          signature_loops(version, "serving_default"))
   assert client.returncode == 0, stderr[-3000:]
   result = json.loads((tmp_path / "result.json").read_text())
   assert result["t2tlite_imported"] is False

@@ -52,3 +52,35 @@ def saved_model_block_call_rewrites(saved_model_dir):
     for nodes in [meta_graph.graph_def.node] + [f.node_def for f in functions]:
       rewrites += block_call_rewrites(nodes, library)
   return rewrites
+
+
+def signature_loops(saved_model_dir, signature):
+  """Names of the functions holding a while loop (a search's) that a
+  SavedModel's `signature` reaches through its calls."""
+  import os
+  from tensorflow.core.protobuf import saved_model_pb2
+  proto = saved_model_pb2.SavedModel()
+  with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
+    proto.ParseFromString(f.read())
+  meta_graph = proto.meta_graphs[0]
+  library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
+  output = next(iter(meta_graph.signature_def[signature].outputs.values()))
+  node = {n.name: n for n in meta_graph.graph_def.node}[
+      output.name.split(":")[0]]
+
+  def called(nodes):
+    for each in nodes:
+      for value in each.attr.values():
+        if value.HasField("func"):
+          yield value.func.name
+        yield from (f.name for f in value.list.func)
+
+  reached, pending = set(), list(called([node]))
+  while pending:
+    name = pending.pop()
+    if name in library and name not in reached:
+      reached.add(name)
+      pending.extend(called(library[name].node_def))
+  return {name for name in reached if any(
+      each.op in ("While", "StatelessWhile")
+      for each in library[name].node_def)}
