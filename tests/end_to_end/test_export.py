@@ -123,15 +123,15 @@ def test_layout_metadata_and_ops(exported):
   assert exporter.matmul_dtypes(path) == {"float32"}
   ops = exporter.check_serving_ops(path)
   assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & ops
+  assert not [op for op in ops if op.startswith("Xla")]
+  assert ops - set(dir(tf.raw_ops)) == TF_TEXT_OPS
   # The text and ids signatures call one saved search; the prefixed one
   # has its own.
-  loops = {name: signature_loops(path, name) for name in (
-      "serving_default", "translate_ids", "translate_with_prefix")}
+  loops = signature_loops(path, ("serving_default", "translate_ids",
+                                 "translate_with_prefix"))
   assert loops["serving_default"] == loops["translate_ids"]
   assert loops["serving_default"]
   assert not loops["serving_default"] & loops["translate_with_prefix"]
-  assert not [op for op in ops if op.startswith("Xla")]
-  assert ops - set(dir(tf.raw_ops)) == TF_TEXT_OPS
   # The search's weights are saved made (the output projection's decoding
   # layout among them), not made again at each request.
   saved = [name for name, _ in tf.train.list_variables(

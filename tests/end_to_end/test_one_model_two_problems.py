@@ -256,8 +256,9 @@ def test_decodes_each_member_by_its_tag_as_its_export_does(run, decoder,
   with open(os.path.join(version, exporter.METADATA_FILE)) as f:
     assert json.load(f)["target_languages"] == known
   # The language signature calls the text signature's saved search.
-  assert (signature_loops(version, "translate_to_language") ==
-          signature_loops(version, "serving_default"))
+  loops = signature_loops(version, ("translate_to_language",
+                                    "serving_default"))
+  assert loops["translate_to_language"] == loops["serving_default"]
   assert client.returncode == 0, stderr[-3000:]
   result = json.loads((tmp_path / "result.json").read_text())
   assert result["t2tlite_imported"] is False

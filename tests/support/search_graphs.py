@@ -38,15 +38,20 @@ def block_call_rewrites(nodes, library):
   return rewrites
 
 
-def saved_model_block_call_rewrites(saved_model_dir):
-  """`block_call_rewrites` of every graph and function of a SavedModel."""
+def _saved_model(saved_model_dir):
+  """The SavedModel proto of saved_model_dir's saved_model.pb."""
   import os
   from tensorflow.core.protobuf import saved_model_pb2
   proto = saved_model_pb2.SavedModel()
   with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
     proto.ParseFromString(f.read())
+  return proto
+
+
+def saved_model_block_call_rewrites(saved_model_dir):
+  """`block_call_rewrites` of every graph and function of a SavedModel."""
   rewrites = []
-  for meta_graph in proto.meta_graphs:
+  for meta_graph in _saved_model(saved_model_dir).meta_graphs:
     functions = meta_graph.graph_def.library.function
     library = {f.signature.name: f for f in functions}
     for nodes in [meta_graph.graph_def.node] + [f.node_def for f in functions]:
@@ -54,33 +59,32 @@ def saved_model_block_call_rewrites(saved_model_dir):
   return rewrites
 
 
-def signature_loops(saved_model_dir, signature):
-  """Names of the functions holding a while loop (a search's) that a
-  SavedModel's `signature` reaches through its calls."""
-  import os
-  from tensorflow.core.protobuf import saved_model_pb2
-  proto = saved_model_pb2.SavedModel()
-  with open(os.path.join(saved_model_dir, "saved_model.pb"), "rb") as f:
-    proto.ParseFromString(f.read())
-  meta_graph = proto.meta_graphs[0]
-  library = {f.signature.name: f for f in meta_graph.graph_def.library.function}
-  output = next(iter(meta_graph.signature_def[signature].outputs.values()))
-  node = {n.name: n for n in meta_graph.graph_def.node}[
-      output.name.split(":")[0]]
+def signature_loops(saved_model_dir, signatures):
+  """{signature: the names of the functions holding a while loop (a
+  search's) that it reaches through its calls}, for each of a SavedModel's
+  `signatures`."""
+  meta_graph = _saved_model(saved_model_dir).meta_graphs[0]
+  graph = meta_graph.graph_def
+  library = {f.signature.name: f for f in graph.library.function}
+  nodes = {n.name: n for n in graph.node}
 
-  def called(nodes):
-    for each in nodes:
+  def called(node_defs):
+    for each in node_defs:
       for value in each.attr.values():
         if value.HasField("func"):
           yield value.func.name
         yield from (f.name for f in value.list.func)
 
-  reached, pending = set(), list(called([node]))
-  while pending:
-    name = pending.pop()
-    if name in library and name not in reached:
-      reached.add(name)
-      pending.extend(called(library[name].node_def))
-  return {name for name in reached if any(
-      each.op in ("While", "StatelessWhile")
-      for each in library[name].node_def)}
+  def loops(signature):
+    output = next(iter(meta_graph.signature_def[signature].outputs.values()))
+    reached, pending = set(), list(called([nodes[output.name.split(":")[0]]]))
+    while pending:
+      name = pending.pop()
+      if name in library and name not in reached:
+        reached.add(name)
+        pending.extend(called(library[name].node_def))
+    return {name for name in reached if any(
+        each.op in ("While", "StatelessWhile")
+        for each in library[name].node_def)}
+
+  return {signature: loops(signature) for signature in signatures}
