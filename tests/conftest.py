@@ -20,6 +20,13 @@ from t2tlite import lean_start
 if os.environ.get("PYTEST_XDIST_WORKER"):
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 
+# The test processes run the library as the commands run it: their C heap
+# keeps what TensorFlow frees for its next step (t2tlite.heap; the
+# commands the tests start do it themselves).
+from t2tlite import heap  # noqa: E402
+
+heap.keep_freed_memory()
+
 # No test reads XLA's compiled searches kept by an earlier run, nor leaves
 # its own in the user's cache: the commands' persistent XLA cache
 # (t2tlite.xla_cache) is off here, as a user turns it off, except where

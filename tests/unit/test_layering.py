@@ -7,9 +7,9 @@ The ranks, lowest first; packages on one rank are independent of each other:
   0  base      t2tlite.files, .ids (PAD/EOS/UNK), .registry, .hparams_lib,
                .hardware (the machine's description), .bfloat16_check (its
                measured bfloat16 speedup), .onednn and .precision (the
-               machine's policies: oneDNN, float32/bfloat16, int8), .quiet
-               and .lean_start (the commands' quiet, lighter TensorFlow
-               start-up, through .import_hooks)
+               machine's policies: oneDNN, float32/bfloat16, int8), .quiet,
+               .lean_start and .heap (the commands' quiet, lighter TensorFlow
+               start-up, through .import_hooks, and their C heap)
   1  data      t2tlite.data (vocabularies, records, datagen, trees)
      layers    t2tlite.layers (Keras layers of the Transformer)
   2  models    t2tlite.models (the Transformer and its config)
@@ -54,7 +54,7 @@ RANKS = [
               "t2tlite.hparams_lib", "t2tlite.hardware",
               "t2tlite.bfloat16_check", "t2tlite.onednn",
               "t2tlite.precision", "t2tlite.quiet", "t2tlite.lean_start",
-              "t2tlite.import_hooks", "t2tlite.xla_cache",
+              "t2tlite.heap", "t2tlite.import_hooks", "t2tlite.xla_cache",
               "t2tlite.graph_options")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
