@@ -5,11 +5,12 @@ glibc gives each thread's arena memory in small increments and hands the
 freed top of a heap back to the system; a training or decoding step
 frees and takes the same buffers again, so every step faults the same
 pages back in and zeroes them. On the quick start's training (Xeon) that
-was 3.6 million page faults in 300 steps and as much system time as
-user time; keeping 64 MiB more at the top of each heap (glibc's
-M_TOP_PAD) leaves 0.14 million and about 1.4x the steps a second, for
-5% more resident memory (docs/performance_log.md, 2026-12-01, "The
-commands' heap keeps what TensorFlow frees").
+was 3.7 million page faults in 300 steps; keeping 64 MiB more at the top
+of each heap (glibc's M_TOP_PAD) leaves 0.14 million, and the quick start
+trains 1.4-1.5x the steps in its 2 minutes, for up to 7% more resident
+memory (docs/performance_log.md, 2026-12-01, "The commands' heap keeps
+what TensorFlow frees"). A larger model's step, or a decoding one, is
+its arithmetic: as fast as before.
 
 The commands call `keep_freed_memory` at their start (through
 t2tlite.bin); library code never does, as it leaves the process's

@@ -10,9 +10,9 @@ import pytest
 
 from t2tlite import heap
 
-# Two threads (each with a glibc arena of its own, as TensorFlow's) take
-# and free the same buffers round after round, as a training step does;
-# prints the page faults of the rounds after the first.
+# A thread (with a glibc arena of its own, as TensorFlow's threads have)
+# takes and frees the same buffers round after round, as a training step
+# does; prints the page faults.
 ROUNDS = """
 import importlib, resource, sys, threading
 import numpy as np
@@ -24,11 +24,9 @@ def rounds():
     del buffers
 
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-threads = [threading.Thread(target=rounds) for _ in range(2)]
-for thread in threads:
-  thread.start()
-for thread in threads:
-  thread.join()
+thread = threading.Thread(target=rounds)
+thread.start()
+thread.join()
 print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 """
 
@@ -46,9 +44,9 @@ def page_faults(module):
                     reason="the C library is not glibc")
 def test_a_command_faults_fewer_pages_than_the_library_alone():
   commands, library = page_faults("t2tlite.bin"), page_faults("t2tlite")
-  # The buffers' first touch is about 18,000 faults either way; trimmed
-  # heaps fault them in again at every round.
-  assert commands * 2 < library, (commands, library)
+  # The buffers' first touch is about 9,000 faults either way (330,000
+  # when a trimmed heap faults them in again at every round).
+  assert commands * 4 < library, (commands, library)
 
 
 def test_the_users_setting_and_other_c_libraries_are_left_alone(
