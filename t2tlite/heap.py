@@ -2,9 +2,9 @@
 
 TensorFlow's CPU kernels take their buffers from the C library's malloc.
 glibc gives each thread's arena memory in small increments and hands the
-freed top of a heap back to the system; a training or decoding step
-frees and takes the same buffers again, so every step faults the same
-pages back in and zeroes them. On the quick start's training (Xeon) that
+freed top of a heap back to the system; a training step frees and takes
+the same buffers again, so every step faults the same pages back in and
+zeroes them. On the quick start's training (Xeon) that
 was 3.7 million page faults in 300 steps; keeping 64 MiB more at the top
 of each heap (glibc's M_TOP_PAD) leaves 0.14 million, and the quick start
 trains 1.4-1.5x the steps in its 2 minutes, for up to 7% more resident
