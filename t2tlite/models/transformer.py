@@ -445,7 +445,12 @@ class Transformer(keras.Model):
     return lineage, tf.reshape(bias, [batch, 1, beams, -1])
 
   def build_by_calling(self):
-    """Creates every variable by running the model once on a 1-token batch."""
+    """Creates every variable: by `build`, which makes them in the order a
+    call would, with the same values; then, only if a layer is left unbuilt
+    (a subclass's own), by running the model once on a 1-token batch."""
+    self.build()
+    if all(layer.built for layer in self._flatten_layers(include_self=False)):
+      return
     ids = tf.ones([1, 1], tf.int32)
     self({"inputs": ids, "targets": ids})
 

@@ -457,6 +457,54 @@ def test_model_get_config_round_trip():
   assert again.get_config() == config
 
 
+def _variables_by_path(model):
+  """{path below the model's own name: value} of its variables, in order."""
+  return [(w.path.split("/", 1)[1], w.numpy()) for w in model.weights]
+
+
+@pytest.mark.parametrize("overrides,target_vocab", [
+    ("norm_position=post", None),
+    ("norm_position=pre,position_encoding=learned,d_v=24", 13)])
+def test_building_makes_the_variables_a_first_call_makes(overrides,
+                                                         target_vocab):
+  """build_by_calling builds without calling: the same variables in the
+  same order with the same values as a first call would make, so seeded
+  runs and fixed-weight outputs do not move."""
+  hp = t2tlite.create_hparams("transformer_tiny", overrides)
+  made = {}
+  for how in ("built", "called"):
+    keras.utils.set_random_seed(5)
+    model = Transformer.from_hparams(hp, 40, target_vocab_size=target_vocab)
+    if how == "built":
+      model.build_by_calling()
+    else:
+      ids = tf.ones([1, 1], tf.int32)
+      model({"inputs": ids, "targets": ids})
+    made[how] = _variables_by_path(model)
+  assert [p for p, _ in made["built"]] == [p for p, _ in made["called"]]
+  for (path, built), (_, called) in zip(made["built"], made["called"]):
+    np.testing.assert_array_equal(built, called, err_msg=path)
+
+
+class _WithALayerOfItsOwn(Transformer):
+  """A plugin's subclass whose `call` uses a layer `build` does not know."""
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.extra = keras.layers.Dense(self.vocab_size, name="extra")
+
+  def call(self, features, training=False):
+    return self.extra(super().call(features, training=training))
+
+
+def test_a_subclasss_own_layer_is_built_by_a_call():
+  model = _WithALayerOfItsOwn.from_hparams(
+      t2tlite.create_hparams("transformer_tiny"), 40)
+  model.build_by_calling()
+  assert model.extra.built
+  assert model.extra.kernel.shape == (40, 40)
+
+
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision(policy):
   keras.utils.set_random_seed(3)
