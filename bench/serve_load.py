@@ -66,7 +66,16 @@ measurement, then the medians over rounds: sentences/s, p50 and p99
 latency (of all requests of the level), errors, the server's mean batch
 and share of the wall time spent decoding, and the ratios asked of
 batching (16 clients against 1; against offline; and against the
-offline rate in batches of 16 in order). Every answer must equal
+offline rate in batches of 16 in order). Each level's line and the
+medians also say the CPU it took: the server process's and the clients'
+(this process's) CPU-ms a request, and the offline searches' CPU-ms a
+sentence ("cpu_ms_per_sentence", this process). From them, the rate the
+machine's cores could give at most if every request cost what it cost
+here ("cpu_bound_over_offline": cores / (server + client CPU a request),
+over the offline rate), and the server's CPU a request that 40% of the
+offline rate would leave ("server_cpu_ms_for_40_percent": cores over
+40% of the offline rate, less the clients' CPU; the clients share this
+machine's cores). Every answer must equal
 the one the same line gets alone (checked, counted in "mismatches"). The
 server is always stopped (SIGTERM); its drain must end with exit 0.
 """
@@ -189,11 +198,23 @@ def batch_totals(url):
           value["t2t_serve_batch_seconds_sum"])
 
 
-def load_level(url, lines, clients, expected, new_connections=False):
+def cpu_seconds(pid):
+  """A process's user + system CPU seconds so far (/proc/PID/stat)."""
+  with open(f"/proc/{pid}/stat") as f:
+    fields = f.read().rsplit(")", 1)[1].split()
+  # utime and stime, the 14th and 15th fields (the 12th, 13th after comm).
+  return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_level(url, lines, clients, expected, new_connections=False,
+               server_pid=None):
   """One level: `clients` threads share out `lines`; its figures, with
-  the server's mean batch and the share of the time it spent decoding."""
+  the server's mean batch, the share of the time it spent decoding, and
+  (given its pid) its CPU and the clients' CPU a request."""
   results = [None] * len(lines)
   before = batch_totals(url)
+  server_cpu = cpu_seconds(server_pid) if server_pid else None
+  client_cpu = time.process_time()
 
   def client(first):
     connection = Client(url, new_connections)
@@ -209,6 +230,9 @@ def load_level(url, lines, clients, expected, new_connections=False):
   for thread in threads:
     thread.join()
   wall = time.perf_counter() - start
+  client_cpu = time.process_time() - client_cpu
+  if server_pid:
+    server_cpu = cpu_seconds(server_pid) - server_cpu
   ok = [r for r in results if r[0] == 200]
   seconds = [r[2] for r in ok]
   batches, batched, decoding = (b - a for a, b in zip(before,
@@ -221,7 +245,10 @@ def load_level(url, lines, clients, expected, new_connections=False):
           "p99_ms": 1000 * percentile(seconds, 0.99) if seconds else None,
           "errors": len(lines) - len(ok),
           "mismatches": sum(r[1] != want for r, want in zip(results, expected)
-                            if r[0] == 200)}
+                            if r[0] == 200),
+          "server_cpu_ms_per_request": (1000 * server_cpu / len(lines)
+                                        if server_pid else None),
+          "client_cpu_ms_per_request": 1000 * client_cpu / len(lines)}
 
 
 def rss_kb(pid):
@@ -363,23 +390,30 @@ def offline_decoder(run_folder, saved_model):
 def offline_rate(decoder, lines):
   """t2t-decoder's rate on `lines` (its batches of similar length); the
   row and the outputs."""
-  start = time.perf_counter()
+  start, cpu = time.perf_counter(), time.process_time()
   outputs, _ = decoder.decode_lines(lines, progress=False)
   wall = time.perf_counter() - start
   return {"offline": True, "sentences": len(lines), "wall_s": wall,
-          "sentences_per_s": len(lines) / wall}, outputs
+          "sentences_per_s": len(lines) / wall,
+          "cpu_ms_per_sentence": _ms_each(cpu, lines)}, outputs
+
+
+def _ms_each(cpu_start, lines):
+  """This process's CPU-ms since `cpu_start` (process_time), a line."""
+  return 1000 * (time.process_time() - cpu_start) / len(lines)
 
 
 def in_order_rate(decoder, lines, size):
   """The rate of the same search over consecutive batches of `size`
   lines in the order given: the batches `size` one-sentence clients form
   at best (the level of `size` clients sends lines i, i + size, ...)."""
-  start = time.perf_counter()
+  start, cpu = time.perf_counter(), time.process_time()
   for first in range(0, len(lines), size):
     decoder.decode_batch(lines[first:first + size])
   wall = time.perf_counter() - start
   return {"offline_in_order": size, "sentences": len(lines), "wall_s": wall,
-          "sentences_per_s": len(lines) / wall}
+          "sentences_per_s": len(lines) / wall,
+          "cpu_ms_per_sentence": _ms_each(cpu, lines)}
 
 
 def read_lines(path, count):
@@ -405,7 +439,10 @@ def summary(measured, levels):
     median[level] = {key: statistics.median(r[key] for r in rows
                                             if r.get(key) is not None)
                      for key in ("sentences_per_s", "p50_ms", "p99_ms",
-                                 "mean_batch_lines", "decoding_share")
+                                 "mean_batch_lines", "decoding_share",
+                                 "cpu_ms_per_sentence",
+                                 "server_cpu_ms_per_request",
+                                 "client_cpu_ms_per_request")
                      if any(r.get(key) is not None for r in rows)}
     median[level]["errors"] = sum(r.get("errors", 0) for r in rows)
     median[level]["mismatches"] = sum(r.get("mismatches", 0) for r in rows)
@@ -421,7 +458,24 @@ def summary(measured, levels):
     result["16_over_offline_in_order_16"] = (
         median[16]["sentences_per_s"] /
         median["offline_in_order_16"]["sentences_per_s"])
+  if 16 in levels:
+    result.update(cpu_bounds(median[16], median["offline"]["sentences_per_s"],
+                             os.cpu_count()))
   return result
+
+
+def cpu_bounds(level, offline_per_s, cores):
+  """What the CPU a request of `level` allows on `cores` cores: the most
+  sentences/s over the offline rate if every request cost that, and the
+  server's CPU-ms a request that 40% of the offline rate would leave."""
+  server = level.get("server_cpu_ms_per_request")
+  client = level.get("client_cpu_ms_per_request")
+  if not server or client is None:
+    return {}
+  return {"cpu_bound_over_offline":
+              cores * 1000 / (server + client) / offline_per_s,
+          "server_cpu_ms_for_40_percent":
+              cores * 1000 / (0.4 * offline_per_s) - client}
 
 
 def main():
@@ -504,7 +558,8 @@ def main():
           print(json.dumps(row), flush=True)
         for clients in levels:
           row = dict(load_level(url, lines, clients, expected,
-                                args.new_connections), round=round_)
+                                args.new_connections, proc.pid),
+                     round=round_)
           measured.append(row)
           print(json.dumps(row), flush=True)
       for repeat in range(args.overload_repeats if args.overload_clients
