@@ -21,12 +21,12 @@ decoded at once when full, else once both hold:
   * window_secs have passed with no request joining it, so that a burst
     of requests arriving together shares one batch; but a steady stream
     waits no longer than the batcher's patience after its oldest request
-    arrived: a quarter of the last batch's decode time, at least
+    arrived: three quarters of the last batch's decode time, at least
     window_secs and at most 50 ms (less than a batch costs the requests
     it would leave behind);
-  * the linger after the previous batch is over: a quarter of its decode
-    time, at most 50 ms, ended early once the queue holds as many more
-    lines as that batch answered. Under load the clients just answered
+  * the linger after the previous batch is over: three quarters of its
+    decode time, at most 50 ms, ended early once the queue holds as many
+    more lines as that batch answered. Under load the clients just answered
     send their next requests meanwhile and join this batch instead of
     waiting for the next one (without it, a batch holds half of the
     clients, who wait while the other half computes); once all of them
@@ -50,8 +50,11 @@ import time
 
 # After a batch: wait for returning clients up to this share of its decode
 # time, at most _LINGER_MAX_SECS; a burst's batch waits for its last
-# request as long (the patience).
-_LINGER_SHARE = 0.25
+# request as long (the patience). Answered one after another under the
+# interpreter's lock, 16 clients of a small model are back 9-17 ms after
+# a batch of about 20 ms: a quarter of it split their next batch
+# (docs/performance_log.md, 2026-12-02, "The batcher's linger").
+_LINGER_SHARE = 0.75
 _LINGER_MAX_SECS = 0.05
 
 

@@ -302,6 +302,32 @@ def test_after_a_batch_it_waits_for_its_clients_until_all_may_be_back(
   assert batcher.drain(10)
 
 
+def test_clients_back_within_three_quarters_of_a_decode_share_a_batch(
+    monkeypatch):
+  """The linger's default share: four clients just answered by a batch of
+  0.3 s come back over 0.12 s (answered one after another, as the
+  interpreter's lock spreads a server's answers) and share the next batch,
+  whose linger (0.225 s) waits for them; a quarter's (0.075 s) would leave
+  the last ones behind."""
+  monkeypatch.setattr(batching, "_LINGER_MAX_SECS", 10.0)
+
+  def decode(key, lines):
+    decode.batches.append(list(lines))
+    time.sleep(0.3)
+    return [line.upper() for line in lines]
+  decode.batches = []
+  batcher, results = _batcher(decode, window_secs=0.001), []
+  assert batcher.submit("k", list("abcd")) == list("ABCD")
+  back, threads = time.monotonic(), []
+  for i, line in enumerate("efgh"):
+    time.sleep(max(0.0, back + i * 0.04 - time.monotonic()))
+    threads.append(_submit_later(batcher, results, "k", [line]))
+  for thread in threads:
+    thread.join(10)
+  assert decode.batches == [list("abcd"), list("efgh")]
+  assert batcher.drain(10)
+
+
 def test_a_burst_shares_a_batch_and_a_stream_is_decoded_before_its_end(
     monkeypatch):
   # Patience (and linger) 1.5 s after a 0.2 s decode; a window of 0.4 s.
