@@ -328,6 +328,26 @@ def test_clients_back_within_three_quarters_of_a_decode_share_a_batch(
   assert batcher.drain(10)
 
 
+def test_the_linger_after_a_long_batch_is_at_most_50_ms():
+  """A batch of four lines that takes 0.4 s would linger 0.3 s for its
+  clients; one coming back alone waits at most 50 ms (and the quiet
+  window) for the other three, as after a large model's batch of
+  seconds."""
+  spans = []
+
+  def decode(key, lines):
+    start = time.monotonic()
+    time.sleep(0.4)
+    spans.append((start, time.monotonic()))
+    return list(lines)
+  batcher = _batcher(decode, window_secs=0.001)
+  assert batcher.submit("k", list("abcd")) == list("abcd")
+  assert batcher.submit("k", ["e"]) == ["e"]
+  waited = spans[1][0] - spans[0][1]
+  assert waited < 0.2, waited  # 0.05 s, where the share alone gives 0.3
+  assert batcher.drain(10)
+
+
 def test_a_burst_shares_a_batch_and_a_stream_is_decoded_before_its_end(
     monkeypatch):
   # Patience (and linger) 1.5 s after a 0.2 s decode; a window of 0.4 s.
