@@ -109,7 +109,8 @@ flags.DEFINE_bool("xla", False, "Compile each replica's forward and backward "
 precision_flags.define_compute_flag("training")
 flags.declare_key_flag("mixed_precision")
 flags.DEFINE_integer("random_seed", None, "Seed of the weight initialization, "
-                     "dropout and data shuffling.")
+                     "dropout and data shuffling: a seeded run reads the same "
+                     "batches in the same order every time.")
 flags.DEFINE_bool("registry_help", False, "List the registered problems, "
                   "hparams sets and models, and exit.")
 # Export: the run ends with a model TF Serving can serve.

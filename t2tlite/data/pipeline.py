@@ -52,12 +52,13 @@ def make_dataset(files, batch_size, max_length, training, input_context=None,
     files: TFRecord shard paths (see `records`).
     batch_size: padded tokens per batch (per replica).
     max_length: longest kept example, EOS included; longer ones are dropped.
-    training: shuffle shards and examples (non-deterministic order);
-      otherwise a deterministic order.
+    training: shuffle shards and examples (in an order of their own each
+      time without a seed); otherwise a deterministic order.
     input_context: `tf.distribute.InputContext`; each input pipeline gets its
       own shards (or every n-th example when there are fewer shards).
     swap: exchange inputs and targets (reversed problems).
-    seed: shuffle seed.
+    seed: shuffle seed; training with one reads the same batches in the
+      same order every time (its parallel reads and parses kept in order).
     repeat: cycle through the data forever.
     shuffle_buffer: examples in the training shuffle buffer.
 
@@ -83,6 +84,9 @@ def example_dataset(files, max_length, training, input_context=None,
   """`make_dataset`'s examples before batching: {"inputs": int32 [n],
   "targets": int32 [n]} each, EOS included, at most max_length long."""
   files = list(files)
+  # Evaluation, and training with a seed, read in a fixed order; unseeded
+  # training takes whichever shard and parsed chunk is ready first.
+  in_order = not training or seed is not None
   pipelines, pipeline_id = ((input_context.num_input_pipelines,
                              input_context.input_pipeline_id)
                             if input_context else (1, 0))
@@ -96,7 +100,7 @@ def example_dataset(files, max_length, training, input_context=None,
     dataset = dataset.repeat()
   dataset = dataset.interleave(
       tf.data.TFRecordDataset, cycle_length=min(len(files), _CYCLE_LENGTH),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=in_order)
   if pipelines > 1 and not by_file:
     dataset = dataset.shard(pipelines, pipeline_id)
   if training:
@@ -107,11 +111,11 @@ def example_dataset(files, max_length, training, input_context=None,
   # pipeline speed).
   dataset = dataset.batch(_PARSE_BATCH).map(
       lambda serialized: _parse_and_filter(serialized, max_length, swap),
-      num_parallel_calls=tf.data.AUTOTUNE, deterministic=not training)
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=in_order)
   # unbatch gives each row as a ragged tensor of ragged rank 0; a map turns
   # it into the plain int32 [n] tensor that padded batching takes.
   return dataset.unbatch().map(dict, num_parallel_calls=tf.data.AUTOTUNE,
-                               deterministic=not training)
+                               deterministic=in_order)
 
 
 def batch_examples(dataset, batch_size, max_length):
