@@ -258,16 +258,19 @@ def test_gone_clients_are_not_decoded_and_the_drain_answers_the_queue():
   assert [lines for _, lines in decode.batches] == [["b"], ["stays"]]
 
 
-def _timed_batcher(monkeypatch, patience_secs, window_secs):
-  """A batcher whose decode takes 0.2 s and records its batches
+def _timed_batcher(monkeypatch, patience_secs, window_secs, decode_secs=0.2,
+                   share=10.0):
+  """A batcher whose decode takes decode_secs and records its batches
   (decode.batches), with a linger and patience of patience_secs after it
-  (a share of 10 times the decode time, at most patience_secs)."""
-  monkeypatch.setattr(batching, "_LINGER_SHARE", 10.0)
+  (`share` times the decode time, at most patience_secs; share=None: the
+  batcher's own share)."""
+  if share is not None:
+    monkeypatch.setattr(batching, "_LINGER_SHARE", share)
   monkeypatch.setattr(batching, "_LINGER_MAX_SECS", patience_secs)
 
   def decode(key, lines):
     decode.batches.append(list(lines))
-    time.sleep(0.2)
+    time.sleep(decode_secs)
     return [line.upper() for line in lines]
   decode.batches = []
   return _batcher(decode, window_secs=window_secs), decode
@@ -309,14 +312,9 @@ def test_clients_back_within_three_quarters_of_a_decode_share_a_batch(
   interpreter's lock spreads a server's answers) and share the next batch,
   whose linger (0.225 s) waits for them; a quarter's (0.075 s) would leave
   the last ones behind."""
-  monkeypatch.setattr(batching, "_LINGER_MAX_SECS", 10.0)
-
-  def decode(key, lines):
-    decode.batches.append(list(lines))
-    time.sleep(0.3)
-    return [line.upper() for line in lines]
-  decode.batches = []
-  batcher, results = _batcher(decode, window_secs=0.001), []
+  batcher, decode = _timed_batcher(monkeypatch, 10.0, window_secs=0.001,
+                                   decode_secs=0.3, share=None)
+  results = []
   assert batcher.submit("k", list("abcd")) == list("ABCD")
   back, threads = time.monotonic(), []
   for i, line in enumerate("efgh"):
