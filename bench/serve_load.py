@@ -70,8 +70,9 @@ offline rate in batches of 16 in order). Each level's line and the
 medians also say the CPU it took: the server process's and the clients'
 (this process's) CPU-ms a request, and the offline searches' CPU-ms a
 sentence ("cpu_ms_per_sentence", this process). From them, the rate the
-machine's cores could give at most if every request cost what it cost
-here ("cpu_bound_over_offline": cores / (server + client CPU a request),
+cores (those this process may run on) could give at most if every
+request cost what it cost here ("cpu_bound_over_offline": cores /
+(server + client CPU a request),
 over the offline rate), and the server's CPU a request that 40% of the
 offline rate would leave ("server_cpu_ms_for_40_percent": cores over
 40% of the offline rate, less the clients' CPU; the clients share this
@@ -101,7 +102,7 @@ from export_latency import export_random_model, machine, sentences  # noqa: E402
 from serve_latency import start_server  # noqa: E402
 
 from t2tlite.decode.machine import (  # noqa: E402
-    searches_for, set_search_threads, settle)
+    cpu_cores, searches_for, set_search_threads, settle)
 from t2tlite.decode.settings import DecodeHParams  # noqa: E402
 
 
@@ -460,7 +461,7 @@ def summary(measured, levels):
         median["offline_in_order_16"]["sentences_per_s"])
   if 16 in levels:
     result.update(cpu_bounds(median[16], median["offline"]["sentences_per_s"],
-                             os.cpu_count()))
+                             cpu_cores()))
   return result
 
 
