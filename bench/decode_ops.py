@@ -21,6 +21,7 @@ import sys
 
 
 import t2tlite  # first: it turns oneDNN on before TensorFlow loads
+from t2tlite import graph_functions
 import keras
 import tensorflow as tf
 
@@ -47,13 +48,8 @@ def step_bodies(graph_def):
 
   def called(nodes):
     """Functions the nodes call (loops' bodies, conditions, branches)."""
-    names = []
-    for node in nodes:
-      for value in node.attr.values():
-        if value.HasField("func"):
-          names.append(value.func.name)
-        names.extend(f.name for f in value.list.func)
-    return [functions[name] for name in names if name in functions]
+    return [functions[name] for node in nodes
+            for name in graph_functions.called_names(node, functions)]
 
   innermost, seen = [], set()
 
@@ -81,10 +77,8 @@ def _has_loop(nodes, functions, depth=0):
     if node.op in _WHILE_OPS:
       return True
     if depth < 8:
-      for value in node.attr.values():
-        name = value.func.name if value.HasField("func") else None
-        if name in functions and _has_loop(functions[name].node_def,
-                                           functions, depth + 1):
+      for name in graph_functions.called_names(node, functions):
+        if _has_loop(functions[name].node_def, functions, depth + 1):
           return True
   return False
 

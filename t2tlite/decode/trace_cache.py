@@ -36,7 +36,7 @@ import os
 import platform
 from importlib import metadata
 
-from t2tlite import files, xla_cache
+from t2tlite import files, graph_functions, xla_cache
 
 ENV = "T2TLITE_TRACE_CACHE"
 _FORMAT = 1  # of an entry's files
@@ -261,11 +261,9 @@ def _rename(function, renamed):
   branch bodies) by `renamed`."""
   function.signature.name = renamed[function.signature.name]
   for node in function.node_def:
-    for value in node.attr.values():
-      for func in ([value.func] if value.HasField("func") else
-                   list(value.list.func)):
-        if func.name in renamed:
-          func.name = renamed[func.name]
+    for func in graph_functions.function_attrs(node):
+      if func.name in renamed:
+        func.name = renamed[func.name]
     if node.op in renamed:  # a function called as an op
       node.op = renamed[node.op]
 

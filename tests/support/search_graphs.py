@@ -1,4 +1,5 @@
 """What a traced search graph holds."""
+from t2tlite import graph_functions
 
 
 def weight_transposes(graph):
@@ -69,18 +70,15 @@ def signature_loops(saved_model_dir, signatures):
   nodes = {n.name: n for n in graph.node}
 
   def called(node_defs):
-    for each in node_defs:
-      for value in each.attr.values():
-        if value.HasField("func"):
-          yield value.func.name
-        yield from (f.name for f in value.list.func)
+    return [name for node in node_defs
+            for name in graph_functions.called_names(node, library)]
 
   def loops(signature):
     output = next(iter(meta_graph.signature_def[signature].outputs.values()))
-    reached, pending = set(), list(called([nodes[output.name.split(":")[0]]]))
+    reached, pending = set(), called([nodes[output.name.split(":")[0]]])
     while pending:
       name = pending.pop()
-      if name in library and name not in reached:
+      if name not in reached:
         reached.add(name)
         pending.extend(called(library[name].node_def))
     return {name for name in reached if any(

@@ -9,7 +9,10 @@ The ranks, lowest first; packages on one rank are independent of each other:
                measured bfloat16 speedup), .onednn and .precision (the
                machine's policies: oneDNN, float32/bfloat16, int8), .quiet,
                .lean_start and .heap (the commands' quiet, lighter TensorFlow
-               start-up, through .import_hooks, and their C heap)
+               start-up, through .import_hooks, and their C heap),
+               .xla_cache, .graph_options and .graph_functions (the graphs'
+               compiled programs, Grappler's options, the functions a
+               node calls)
   1  data      t2tlite.data (vocabularies, records, datagen, trees)
      layers    t2tlite.layers (Keras layers of the Transformer)
   2  models    t2tlite.models (the Transformer and its config)
@@ -55,7 +58,7 @@ RANKS = [
               "t2tlite.bfloat16_check", "t2tlite.onednn",
               "t2tlite.precision", "t2tlite.quiet", "t2tlite.lean_start",
               "t2tlite.heap", "t2tlite.import_hooks", "t2tlite.xla_cache",
-              "t2tlite.graph_options")},
+              "t2tlite.graph_options", "t2tlite.graph_functions")},
     {"data": ("t2tlite.data",), "layers": ("t2tlite.layers",),
      "hparams": ("t2tlite.hparams",)},
     {"models": ("t2tlite.models",), "evaluate": ("t2tlite.evaluate",)},
