@@ -46,7 +46,7 @@ from absl import logging
 
 from t2tlite.bin import common_flags, console, log_lines
 # Light (no TensorFlow, no Flask): the flags' defaults are theirs.
-from t2tlite.serve.batcher import BatchLimits
+from t2tlite.serve.batcher import BatchLimits, LINGER_MAX_SECS, LINGER_SHARE
 from t2tlite.serve.validation import Limits
 from t2tlite.train import progress
 
@@ -65,8 +65,8 @@ _LIMITS, _BATCH_LIMITS = Limits(), BatchLimits()
 flags.DEFINE_float("batch_window_ms", _BATCH_LIMITS.window_secs * 1000,
                    "How long a forming batch waits for another translate "
                    "request to join it (while requests keep coming, at most "
-                   "a quarter of the last batch's decode time, up to 50 ms, "
-                   "if longer).")
+                   f"{LINGER_SHARE:.0%} of the last batch's decode time, up "
+                   f"to {LINGER_MAX_SECS * 1000:g} ms, if longer).")
 flags.DEFINE_integer("max_batch_lines", _BATCH_LIMITS.max_lines, "Most "
                      "lines decoded in one batch (a larger request is "
                      "decoded alone).")

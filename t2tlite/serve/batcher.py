@@ -49,13 +49,13 @@ import threading
 import time
 
 # After a batch: wait for returning clients up to this share of its decode
-# time, at most _LINGER_MAX_SECS; a burst's batch waits for its last
+# time, at most LINGER_MAX_SECS; a burst's batch waits for its last
 # request as long (the patience). Answered one after another under the
 # interpreter's lock, 16 clients of a small model are back 9-17 ms after
 # a batch of about 20 ms: a quarter of it split their next batch
 # (docs/performance_log.md, 2026-12-02, "The batcher's linger").
-_LINGER_SHARE = 0.75
-_LINGER_MAX_SECS = 0.05
+LINGER_SHARE = 0.75
+LINGER_MAX_SECS = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,11 +119,11 @@ class Batcher:
     self._observer = observer
     self._queue = collections.deque()
     self._queued_lines = 0
-    self._linger_until = 0.0  # monotonic: see _LINGER_SHARE
+    self._linger_until = 0.0  # monotonic: see LINGER_SHARE
     # The queued lines at which the linger ends early: those queued when
     # the last batch ended, and as many again as it answered.
     self._linger_lines = 0
-    self._patience = limits.window_secs  # see _LINGER_SHARE
+    self._patience = limits.window_secs  # see LINGER_SHARE
     self._cond = threading.Condition()
     self._taking = True
     self._thread = threading.Thread(target=self._work, name="batcher",
@@ -244,7 +244,7 @@ class Batcher:
       finally:
         with self._cond:
           end = time.monotonic()
-          share = min(_LINGER_SHARE * (end - start), _LINGER_MAX_SECS)
+          share = min(LINGER_SHARE * (end - start), LINGER_MAX_SECS)
           self._linger_until = end + share
           self._patience = max(self.limits.window_secs, share)
           self._linger_lines = self._queued_lines + sum(

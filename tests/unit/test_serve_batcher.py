@@ -265,8 +265,8 @@ def _timed_batcher(monkeypatch, patience_secs, window_secs, decode_secs=0.2,
   (`share` times the decode time, at most patience_secs; share=None: the
   batcher's own share)."""
   if share is not None:
-    monkeypatch.setattr(batching, "_LINGER_SHARE", share)
-  monkeypatch.setattr(batching, "_LINGER_MAX_SECS", patience_secs)
+    monkeypatch.setattr(batching, "LINGER_SHARE", share)
+  monkeypatch.setattr(batching, "LINGER_MAX_SECS", patience_secs)
 
   def decode(key, lines):
     decode.batches.append(list(lines))
