@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import typing
 
 import pytest
 
@@ -37,23 +38,31 @@ def test_hidden_modules_raise_import_error_then_import_again():
 
 # In a fresh process: which of the hidden modules TensorFlow's import loaded
 # (after `start`), whether pyplot imports afterwards, how many objects the
-# garbage collector has frozen and whether it is on; stderr as printed. A
-# file is written after the import and left open: the exit must flush it.
+# garbage collector has frozen and whether it is on, whether two of
+# TensorFlow's TypeVars share the code of their "_atypes.Float32" and
+# `typing` is as it was; stderr as printed. A file is written after the
+# import and left open: the exit must flush it.
 FRESH = """
-import gc, json, sys
+import gc, json, sys, typing
 {start}
 import tensorflow
+from tensorflow.python.ops import gen_math_ops
+codes = [next(ref.__forward_code__ for ref in type_var.__constraints__
+              if ref.__forward_arg__ == "_atypes.Float32")
+         for type_var in (gen_math_ops.TV_Abs_T, gen_math_ops.TV_Acos_T)]
+shared = [codes[0] is codes[1], "compile" in vars(typing)]
 loaded = [name for name in {names} if name in sys.modules]
 import matplotlib.pyplot
 left_open = open({left_open!r}, "w")
 left_open.write("flushed at exit")
 print(json.dumps([loaded, sys.modules["matplotlib.pyplot"] is not None,
-                  gc.get_freeze_count(), gc.isenabled()]))
+                  gc.get_freeze_count(), gc.isenabled(), shared]))
 """
 
 
 def _fresh(start, tmp_path):
-  """(loaded, pyplot imports, frozen objects, collector on, stderr)."""
+  """(loaded, pyplot imports, frozen objects, collector on, [code shared,
+  typing's own compile left], stderr)."""
   environ = {k: v for k, v in os.environ.items()
              if k != "TF_CPP_MIN_LOG_LEVEL"}  # so that quiet applies
   left_open = tmp_path / "left_open.txt"
@@ -63,13 +72,13 @@ def _fresh(start, tmp_path):
           left_open=str(left_open))],
       env=environ, capture_output=True, text=True, timeout=120, check=True)
   assert left_open.read_text() == "flushed at exit"
-  loaded, pyplot_imports, frozen, collector_on = json.loads(
+  loaded, pyplot_imports, frozen, collector_on, shared = json.loads(
       result.stdout.splitlines()[-1])
-  return loaded, pyplot_imports, frozen, collector_on, result.stderr
+  return loaded, pyplot_imports, frozen, collector_on, shared, result.stderr
 
 
 def test_a_command_loads_tensorflow_without_them_and_quietly(tmp_path):
-  loaded, pyplot_imports, frozen, collector_on, stderr = _fresh(
+  loaded, pyplot_imports, frozen, collector_on, shared, stderr = _fresh(
       "import t2tlite.bin", tmp_path)
   assert loaded == [] and pyplot_imports
   assert [line for line in stderr.splitlines() if quiet.is_notice(line)] == (
@@ -77,12 +86,15 @@ def test_a_command_loads_tensorflow_without_them_and_quietly(tmp_path):
   # TensorFlow's own objects frozen (hundreds of thousands), the collector
   # on again for what comes after.
   assert frozen > 100_000 and collector_on, (frozen, collector_on)
+  # Each distinct forward reference compiled once, `typing` as it was.
+  assert shared == [True, False]
   # The library leaves imports and the collector alone: there Keras loads
   # matplotlib (a t2tlite dependency) and h5py (a Keras one), which the
   # commands skip.
-  loaded, _, frozen, collector_on, _ = _fresh("import t2tlite", tmp_path)
+  loaded, _, frozen, collector_on, shared, _ = _fresh("import t2tlite",
+                                                      tmp_path)
   assert {"matplotlib", "h5py"} <= set(loaded), loaded
-  assert frozen == 0 and collector_on
+  assert frozen == 0 and collector_on and shared == [False, False]
 
 
 def test_the_collector_is_paused_then_what_was_made_frozen():
@@ -110,6 +122,28 @@ def test_a_failed_first_import_leaves_the_collector_on():
     with lean_start.collector_paused_then_frozen():
       raise ImportError("no tensorflow")
   assert gc.isenabled()
+
+
+def test_forward_references_are_compiled_once_inside_only():
+  def references():
+    type_var = typing.TypeVar("T", "list[probe_a]", "probe_b")
+    return [ref.__forward_code__ for ref in type_var.__constraints__]
+
+  with lean_start.forward_references_compiled_once():
+    inside = [references(), references()]
+  after = [references(), references()]
+  assert inside[0][0] is inside[1][0] and inside[0][1] is inside[1][1]
+  assert after[0][0] is not after[1][0]
+  assert inside[0][0] == after[0][0]  # the same code, compiled again
+  assert "compile" not in vars(typing)
+  # A `compile` typing already has is left as it is, and stays.
+  own = typing.compile = lambda *args: None
+  try:
+    with lean_start.forward_references_compiled_once():
+      assert typing.compile is own
+    assert typing.compile is own
+  finally:
+    del typing.compile
 
 
 def test_the_first_import_runs_inside_the_context(tmp_path, monkeypatch):
