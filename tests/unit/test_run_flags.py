@@ -3,11 +3,14 @@
 --decode_hparams, --mixed_precision and --checkpoint_path become a
 command's decode settings, compute precision and loaded checkpoint; and
 t2t-exporter's own checks, the version folders it numbers and the line it
-logs for an export."""
+logs for an export; t2t-decoder's checks of its inputs, prefixes and target
+language."""
+import io
 import json
 import os
 import sys
 
+from absl import app
 from absl import flags
 from absl.testing import flagsaver
 import pytest
@@ -15,12 +18,15 @@ import tensorflow as tf
 
 from t2tlite import run_dir
 from t2tlite.bin import console
+from t2tlite.data import languages
+from t2tlite.decode.decoding import Decoder
+from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter
 from t2tlite.export.exporter import METADATA_FILE
 import command_flags
 from run_folder import TINY
-from shared_run import run_copy
+from shared_run import run_copy, shared_trained_run
 
 DECODER = "t2tlite.bin.t2t_decoder"
 EXPORTER = "t2tlite.bin.t2t_exporter"
@@ -280,6 +286,89 @@ def test_decoder_refuses_a_problem_the_run_was_not_trained_on(tmp_path):
   assert str(error.value) == (
       f"--problem=parsing_wsj, but {folder} was trained on "
       "translate_ende_wmt; leave --problem out to use the trained one.")
+
+
+def test_decoder_wants_one_input_and_prefixes_only_from_a_file(tmp_path):
+  source = tmp_path / "in.en"
+  source.write_text("A dog.\n", encoding="utf-8")
+  # Refused before the run folder is read: it need not exist.
+  folder = str(tmp_path / "run")
+  for given in ({}, {"decode_from_file": str(source),
+                     "decode_interactive": True}):
+    with command_flags.command_module(DECODER, output_dir=folder,
+                                      **given) as command:
+      with pytest.raises(app.UsageError) as error:
+        command._run()
+    assert str(error.value) == ("Give exactly one of --decode_from_file "
+                                "and --decode_interactive.")
+  with command_flags.command_module(
+      DECODER, output_dir=folder, decode_interactive=True,
+      target_prefix_file=str(source)) as command:
+    with pytest.raises(app.UsageError) as error:
+      command._run()
+  assert str(error.value) == ("--target_prefix_file goes with "
+                              "--decode_from_file (line i is input line "
+                              "i's prefix).")
+
+
+def test_decoder_refuses_a_target_language_its_run_does_not_know(tmp_path):
+  folder = fake_run(str(tmp_path / "run"), "translate_ende_wmt")
+  with command_flags.command_module(
+      DECODER, output_dir=folder, decode_interactive=True,
+      target_language="de", decode_hparams=ONE_SEARCH) as command:
+    with pytest.raises(languages.LanguageError) as error:
+      command._run()
+  assert str(error.value) == (
+      "target_language=de: this model was trained on one problem and knows "
+      "no target languages; leave it out")
+
+
+class _Terminal(io.StringIO):
+  """Typed lines: standard input as a terminal gives them."""
+
+  def isatty(self):
+    return True
+
+
+def _shared_decoder(tmp_path_factory, **hparams):
+  """(Decoder of the session's shared tiny run, its Vocabulary)."""
+  _, model, vocab = shared_trained_run(tmp_path_factory)
+  return Decoder(model, vocab, settle(DecodeHParams(concurrent_searches=1,
+                                                    **hparams))), vocab
+
+
+def test_interactive_decoder_names_a_lines_language_error_and_reads_on(
+    tmp_path_factory, monkeypatch, capsys):
+  decoder, vocab = _shared_decoder(tmp_path_factory)
+  # A model of two target languages: an untagged line without
+  # --target_language is an error of that line only.
+  known = {"de": "<2de>", "fr": "<2fr>"}
+  monkeypatch.setattr(sys, "stdin", _Terminal("A dog.\n"))
+  with command_flags.command_module(DECODER) as command:
+    command._decode_interactive(decoder, None,
+                                command._LengthWarning(vocab, 0), known)
+  captured = capsys.readouterr()
+  assert captured.out == ""
+  # A prompt before each line read, the last met the end of the input.
+  assert captured.err == (
+      "> t2t-decoder: error: a target language is needed (target_language, "
+      "or a tag such as <2de> starting the line): this model knows de, fr\n"
+      "> ")
+
+
+def test_decoder_names_its_prefix_file_in_a_prefix_error(tmp_path_factory,
+                                                         tmp_path):
+  decoder, vocab = _shared_decoder(tmp_path_factory, extra_length=0)
+  prefix_file = str(tmp_path / "prefixes.de")
+  with command_flags.command_module(
+      DECODER, target_prefix_file=prefix_file) as command:
+    with pytest.raises(ValueError) as error:
+      command._decode_file(decoder, None, ["A dog."],
+                           ["Ein Hund läuft über eine grüne Wiese."],
+                           command._LengthWarning(vocab, 0))
+  assert str(error.value).startswith(
+      f"--target_prefix_file={prefix_file}: target prefix 1 holds "), (
+          str(error.value))
 
 
 def saved_training(folder, problem, model="transformer", **recorded):
