@@ -17,6 +17,7 @@ from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter, serving_module
 
+import command_flags
 import host
 from outputs_differ import assert_outputs_differ
 from run_folder import TINY, multi30k_lines
@@ -439,6 +440,27 @@ def test_t2t_exporter_command_adds_the_next_version(writable):
   assert bad.returncode == 1
   assert "t2t-exporter: error:" in bad.stderr and "beam" in bad.stderr
   assert "Traceback" not in bad.stderr
+
+
+def test_export_best_exports_the_best_checkpoint_apart(writable):
+  """t2t-trainer --export_best's call at each new best: OUTPUT_DIR/best's
+  checkpoint exported under OUTPUT_DIR/export_best (versions numbered as
+  every export's)."""
+  folder = writable
+  exports_before = exporter.versions(os.path.join(folder, "export"))
+  best = os.path.join(folder, "best")
+  os.makedirs(best, exist_ok=True)
+  for name in os.listdir(folder):
+    if name.startswith("ckpt-1."):
+      shutil.copy(os.path.join(folder, name), best)
+  with command_flags.command_module("t2tlite.bin.t2t_trainer") as command:
+    command._export_best(os.path.join(best, "ckpt-1"))
+  export_dir = os.path.join(folder, "export_best")
+  assert exporter.versions(export_dir) == [1]
+  with open(os.path.join(export_dir, "1", exporter.METADATA_FILE)) as f:
+    assert json.load(f)["checkpoint"] == os.path.join(best, "ckpt-1")
+  # The run's own export folder is left as it was.
+  assert exporter.versions(os.path.join(folder, "export")) == exports_before
 
 
 @pytest.mark.timeout(240)
