@@ -1,8 +1,8 @@
 """t2t-serve's app in-process over a run folder: for sampling decode
 hparams one translation (a string) a line whatever num_samples, and the
-n-best of a sampling request is its samples (in order), not an error; no
-attention computed while warming up or draining, and a drain waits for
-the attention computing."""
+n-best of a sampling request is its samples (in order), not an error; the
+attention of a blank line is a bad request; no attention computed while
+warming up or draining, and a drain waits for the attention computing."""
 import json
 import threading
 import time
@@ -12,7 +12,7 @@ import pytest
 from t2tlite.serve import app as app_lib
 from t2tlite.serve import validation
 from t2tlite.serve.lifecycle import Lifecycle
-from t2tlite.serve.model_source import ModelSource
+from t2tlite.serve.model_source import ModelSource, RequestError
 
 from run_folder import multi30k_lines, needs_multi30k
 from shared_run import shared_run_folder
@@ -68,6 +68,18 @@ def test_too_many_samples_are_a_bad_request(client):
       content_type="application/json")
   assert answer.status_code == 400
   assert "num_samples=500" in answer.get_json()["error"]
+
+
+@pytest.mark.parametrize("line", ["", "   "])
+def test_attention_of_a_blank_line_is_a_bad_request(source, client, line):
+  # The API's validation answers first; the model source refuses it too,
+  # for library callers.
+  answer = client.post("/api/attention", data=json.dumps({"line": line}),
+                       content_type="application/json")
+  assert answer.status_code == 400
+  assert answer.get_json() == {"error": "line: empty; expected a sentence"}
+  with pytest.raises(RequestError, match="^attention: the line is empty$"):
+    source.attention(line)
 
 
 def test_no_request_computes_while_warming_up_or_draining(source):

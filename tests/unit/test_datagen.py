@@ -117,20 +117,25 @@ def test_bad_lines_are_skipped_and_counted(tmp_path):
 def test_text_files_hold_a_sample_a_line_and_five_places_a_reason(tmp_path):
   """write_split: whitespace inside a sample (a line break, a tab, two
   spaces) becomes one space in the text files, one sample a line; a skip
-  reason keeps five of its places, across shards too."""
+  reason keeps five of its places, across shards too; a side with no text
+  (blank, or not a string) is skipped and counted."""
   from t2tlite.data.samples import Skipped
   from t2tlite.data.vocab import Vocabulary, train_sentencepiece
   vocab_path = str(tmp_path / "letters.model")
   train_sentencepiece(lambda: iter(["a b c d e f g"] * 20), vocab_path, 16)
   samples = [Skipped("bad", f"line {i}") for i in range(7)] + [
       {"inputs": "a b\nc", "targets": "d\te  f"},
-      {"inputs": "g", "targets": "a"}]
+      {"inputs": "g", "targets": "a"},
+      {"inputs": " \n ", "targets": "a"}, {"inputs": "b", "targets": None}]
   texts = (str(tmp_path / "inputs.txt"), str(tmp_path / "targets.txt"))
   summary = records.write_split(
       iter(samples), Vocabulary.from_file(vocab_path),
       records.shard_paths(str(tmp_path), "letters", "train", 2),
       text_paths=texts)
-  assert summary["examples"] == 2 and summary["skipped"] == {"bad": 7}
+  assert summary["examples"] == 2
+  assert summary["skipped"] == {"bad": 7, "empty inputs or targets": 2}
+  assert sorted(summary["skipped_where"]["empty inputs or targets"]) == [
+      "sample 10", "sample 9"]
   where = summary["skipped_where"]["bad"]
   assert len(where) == 5 and set(where) <= {f"line {i}" for i in range(7)}
   with open(texts[0], encoding="utf-8") as f:
