@@ -4,6 +4,7 @@ import collections
 import json
 import math
 import os
+import re
 import pathlib
 import shutil
 import types
@@ -214,11 +215,22 @@ def test_evaluation_metrics_and_summaries(tmp_path, strategy):
   assert trainer.evaluate()["sequences"] == 3 * 8
 
 
-def test_config_refuses_keeping_no_best_checkpoint(tmp_path):
-  with pytest.raises(ValueError,
-                     match="keep_best_checkpoints must be positive, got 0"):
+@pytest.mark.parametrize("field, message", [
+    (dict(keep_best_checkpoints=0),
+     "keep_best_checkpoints must be positive, got 0"),
+    (dict(early_stopping_patience=-1),
+     "early_stopping_patience must be >= 0, got -1"),
+    (dict(schedule="train_evaluate"),
+     "schedule='train_evaluate': expected one of train, "
+     "train_and_evaluate, evaluate"),
+])
+def test_config_refuses_a_field_out_of_its_range(tmp_path, field, message):
+  with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+    TrainConfig(output_dir=str(tmp_path), train_steps=1, **field)
+  # The bound itself passes.
+  if "early_stopping_patience" in field:
     TrainConfig(output_dir=str(tmp_path), train_steps=1,
-                keep_best_checkpoints=0)
+                early_stopping_patience=0)
 
 
 def test_eval_steps_0_evaluates_the_whole_split(tmp_path, strategy):
