@@ -5,6 +5,7 @@ post-norm / shared vocabulary / sinusoids and pre-norm / separate
 vocabularies / learned positions; unsupported models are refused with one
 line. (A trained Multi30k model: tests/support/multi30k_short.py.)"""
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -158,6 +159,17 @@ def test_unsupported_models_are_refused_with_one_line(tmp_path_factory):
   os.makedirs(os.path.join(folder, "ctranslate2"))
   with pytest.raises(ValueError, match="export_dir=.*/ctranslate2 exists"):
     ct2_export.export_ctranslate2(folder)
+  # A run CTranslate2 cannot run is refused first, naming the run.
+  hparams_file = os.path.join(folder, "hparams.json")
+  with open(hparams_file) as f:
+    saved = json.load(f)
+  with open(hparams_file, "w") as f:
+    json.dump(dict(saved, word_pointer=True), f)
+  with pytest.raises(ValueError) as caught:
+    ct2_export.export_ctranslate2(folder)
+  assert str(caught.value).startswith(
+      f"output_dir={folder} cannot be exported to CTranslate2: hparam "
+      "word_pointer=true: the word pointer has no CTranslate2 form")
 
 
 @pytest.mark.parametrize("pieces, wrong", [

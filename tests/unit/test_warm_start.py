@@ -121,6 +121,20 @@ def test_no_checkpoint_there(tmp_path):
     warm_start.parent_of(str(tmp_path / "ckpt-5"))
 
 
+def test_mapped_rows_need_the_parents_vocabulary(tmp_path):
+  # A checkpoint outside any run folder: no vocabulary to map rows from.
+  checkpoint = str(tmp_path / "ckpt-3")
+  parent = warm_start.Parent(checkpoint=checkpoint, step=3, vocab=None,
+                             map_vocab=True)
+  model = t2tlite.build_model(train_helpers.tiny_hparams(""),
+                              train_helpers.SYNTHETIC_VOCAB)
+  with pytest.raises(warm_start.WarmStartError) as caught:
+    warm_start.prepare(parent, model, _vocab())
+  assert str(caught.value) == (
+      f"warm_start_from={checkpoint}: --warm_start_map_vocab needs the "
+      "parent's vocabulary, and no run folder holds that checkpoint")
+
+
 def test_a_checkpoint_prefix_names_that_checkpoint_not_the_newest(tmp_path):
   model = t2tlite.build_model(train_helpers.tiny_hparams(),
                               train_helpers.SYNTHETIC_VOCAB)
