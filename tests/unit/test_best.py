@@ -108,6 +108,22 @@ def test_checkpoints_kept_before_are_linked_not_copied(tmp_path):
       tmp_path / "ckpt-20.index").stat().st_ino
 
 
+def test_where_links_are_refused_the_kept_checkpoints_are_copied(
+    tmp_path, monkeypatch):
+  _keep(tmp_path, 10, 5.0, keep=3)
+
+  def refused(source, destination):
+    raise OSError(18, "Invalid cross-device link")  # as another filesystem
+
+  monkeypatch.setattr(os, "link", refused)
+  _keep(tmp_path, 20, 6.0, keep=3)
+  kept = tmp_path / "best" / "ckpt-10.data-00000-of-00001"
+  assert kept.read_text() == "10.data-00000-of-00001"
+  assert _files(tmp_path / "best") == [
+      "best.json", "checkpoint", "ckpt-10.data-00000-of-00001",
+      "ckpt-10.index", "ckpt-20.data-00000-of-00001", "ckpt-20.index"]
+
+
 def test_a_resume_reads_the_kept_checkpoints_back(tmp_path):
   _keep(tmp_path, 10, 5.0, keep=2)
   _keep(tmp_path, 20, 3.0, keep=2)

@@ -55,6 +55,27 @@ def test_usr_dir_without_init_fails_clearly(tmp_path):
     registry.import_usr_dir(str(tmp_path))
 
 
+def test_a_plugin_that_fails_to_import_can_be_imported_once_mended(
+    tmp_path):
+  folder = tmp_path / "broken_plugin"
+  folder.mkdir()
+  init = folder / "__init__.py"
+  init.write_text("raise RuntimeError('a mistake in the plugin')\n")
+  before = set(sys.modules)
+  with pytest.raises(RuntimeError, match="a mistake in the plugin"):
+    registry.import_usr_dir(str(folder))
+  # No half-made module left behind, and the folder is not taken as loaded.
+  assert set(sys.modules) == before
+  init.write_text("MENDED = True\n")
+  registry.import_usr_dir(str(folder))
+  try:
+    assert [name for name in set(sys.modules) - before
+            if getattr(sys.modules[name], "MENDED", False)]
+  finally:
+    for name in set(sys.modules) - before:
+      del sys.modules[name]
+
+
 def test_hooks_check_names_and_derive_variants():
   def check(name):
     if name.startswith("x"):
