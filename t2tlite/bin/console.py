@@ -10,7 +10,9 @@
   the flags under "flags:" (not under absl's header naming the wrapper).
 * Log lines are short (`t2tlite.bin.log_lines`): time, level when not
   INFO, component; --verbosity (-v) brings back absl's full prefix.
-* Positional arguments are a usage error.
+* A usage error (positional arguments, or an `app.UsageError` the command
+  raises: flags that do not go together) is one line, `t2t-NAME: error:
+  MESSAGE (--help lists the flags)`, exit code 1, not absl's whole usage.
 * Required flags are checked in one place, with one message
   (`--NAME is required: HELP`).
 * A leading `~` in the path flags named is expanded (shells leave it alone
@@ -161,10 +163,13 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
     sys.stderr.write(f"{name}: error: {message}\n")
     return 1
 
+  def usage_error(message):
+    return fail(f"{message} (--help lists the flags)")
+
   def main(argv):
     log_lines.install(flag_values["verbosity"].present)
     if len(argv) > 1:
-      raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+      return usage_error(f"Unexpected arguments: {' '.join(argv[1:])}")
     missing = _missing(flag_values, required, info_flags)
     if missing:
       return fail(f"--{missing[0]} is required: {flag_values[missing[0]].help}")
@@ -174,6 +179,8 @@ def run(body, module_name, errors=USER_ERRORS, required=(), path_flags=(),
     caught = errors() if callable(errors) else errors
     try:
       return body() or 0
+    except app.UsageError as error:
+      return usage_error(error)
     except caught as error:
       message = name_flags(str(error), flag_values, renamed)
       if (isinstance(error, RegistryError) and message.startswith("Unknown")

@@ -5,6 +5,7 @@ required and path flags, and --help."""
 import os
 import sys
 
+from absl import app
 from absl import flags
 import pytest
 
@@ -253,3 +254,20 @@ def test_help_exits_0_but_a_bad_flag_before_a_help_argument_exits_1(
   assert "\nt2t-serve:\n" not in out
   # After "--", "--help" is an argument, not a request for help.
   assert serve_command(lambda: None, ["--no_such_flag", "--", "--help"]) == 1
+
+
+def test_a_usage_error_is_one_line_and_the_command_does_not_run(
+    serve_command, capsys):
+  ran = []
+  assert serve_command(lambda: ran.append(1),
+                       ["--model=/x/run", "translate", "this"]) == 1
+  assert ran == []
+  assert capsys.readouterr().err == (
+      "t2t-serve: error: Unexpected arguments: translate this (--help lists "
+      "the flags)\n")
+
+  def body():  # flags that do not go together, as a command finds them
+    raise app.UsageError("--host goes with --port")
+  assert serve_command(body, ["--model=/x/run"]) == 1
+  assert capsys.readouterr().err == (
+      "t2t-serve: error: --host goes with --port (--help lists the flags)\n")
