@@ -45,6 +45,29 @@ def fake_export(version, checkpoint, decode=EXPORT_DECODE,
   return str(version)
 
 
+def test_neither_an_export_nor_a_run_folder_is_named(tmp_path):
+  afile = tmp_path / "notes.txt"
+  afile.write_text("not a model")
+  plain = tmp_path / "plain"
+  plain.mkdir()
+  for path in (afile, plain):
+    with pytest.raises(FileNotFoundError) as error:
+      ModelSource.open(str(path))
+    assert str(error.value) == (
+        f"model={path}: expected an export (a folder with saved_model.pb, "
+        "or one of numbered versions) or a run folder (hparams.json, "
+        "run.json, vocab.model)")
+  # An ensemble's first member names its run.
+  with pytest.raises(FileNotFoundError) as error:
+    ModelSource.open(f"{plain},{plain}")
+  assert str(error.value) == (
+      f"model={plain}: expected a run folder, or a checkpoint in one (the "
+      "ensemble's first member names its run)")
+  with pytest.raises(ValueError, match="^ModelSource needs an export or a "
+                     "run folder$"):
+    ModelSource()
+
+
 def test_an_export_finds_the_run_of_its_checkpoint(tmp_path):
   run = fake_run(tmp_path / "run")
   for checkpoint in ("ckpt-5", "averaged/ckpt-5", "best/ckpt-3"):
