@@ -104,6 +104,20 @@ def test_parse_response_of_best_outputs_and_of_beams():
   assert query.format_result(beams[0]) == "a\t-1.0000\tb\t-2.0000"
 
 
+def test_querying_without_the_serving_api_names_the_extra(monkeypatch):
+  # As where tensorflow-serving-api is not installed.
+  for name in ("tensorflow_serving", "tensorflow_serving.apis",
+               "tensorflow_serving.apis.predict_pb2",
+               "tensorflow_serving.apis.prediction_service_pb2_grpc"):
+    monkeypatch.setitem(sys.modules, name, None)
+  with pytest.raises(ImportError) as error:
+    query.serving_apis()
+  assert str(error.value).startswith(
+      "Querying TF Serving needs the tensorflow-serving-api package: pip "
+      "install 't2tlite[serving]' (or tensorflow-serving-api matching your "
+      "TensorFlow version). (")
+
+
 def test_parse_response_without_text_outputs_names_the_flag():
   response = predict_pb2.PredictResponse()
   response.outputs["logits"].CopyFrom(tf.make_tensor_proto([1.0]))
