@@ -309,10 +309,16 @@ def test_a_reversed_member_is_stored_with_its_sides_swapped(mixture):
 
 def test_members_of_different_metrics_and_vocabulary_sizes(mixture):
   """The mixture's vocabulary is as large as its largest member's; members
-  scored by different metrics are followed by the mean of their scores."""
+  scored by different metrics are followed by the mean of their scores, and
+  a member scored by none leaves the mixture without a metric."""
   mix = problem_lib.get_problem("plugin_copy_digits+translate_ende_multi30k")
   assert mix.vocab_size == 8000
   assert mix.metric == "mean"
+  # A member without a metric: the mixture has none (teacher-forced
+  # evaluations only).
+  assert problem_lib.get_problem("plugin_sort_digits").metric is None
+  assert problem_lib.get_problem(
+      "plugin_copy_digits+plugin_sort_digits").metric is None
 
 
 def test_vocab_from_a_vocabulary_without_the_tags_is_refused(mixture,
