@@ -62,6 +62,18 @@ def test_a_target_vocabulary_of_its_own_is_read_back(tmp_path):
     run_dir.read_run_info(folder)
 
 
+def test_a_target_vocabulary_needs_both_its_size_and_its_file(tmp_path):
+  targets = _vocab(str(tmp_path), "targets.model", "target pieces")
+  for index, given in enumerate((dict(target_vocab_size=30),
+                                 dict(target_vocab_source=targets))):
+    folder = str(tmp_path / f"run{index}")
+    with pytest.raises(ValueError, match="^write_run_info: give both "
+                       "target_vocab_size and target_vocab_source, or "
+                       "neither"):
+      _run(folder, **given)
+    assert not os.path.exists(folder)  # refused before writing
+
+
 @pytest.mark.parametrize("name", ["hparams.json", "run.json", "vocab.model"])
 def test_a_folder_missing_a_run_file_is_not_a_run(tmp_path, name):
   folder = _run(str(tmp_path / "run"))

@@ -92,6 +92,15 @@ def test_unsupported_vocab_size_is_changed_with_warning(
   assert os.listdir(tmp_path) == ["v.model"]  # no temporary file left
 
 
+def test_an_unknown_model_type_is_refused_before_training(tmp_path):
+  with pytest.raises(ValueError, match=r"^model_type='char': expected one "
+                     r"of \('bpe', 'unigram', 'word'\)$"):
+    vocab_lib.train_sentencepiece(lambda: iter(["a b"] * 10),
+                                  str(tmp_path / "v.model"), 8,
+                                  model_type="char")
+  assert not os.listdir(tmp_path)
+
+
 def test_failed_training_writes_nothing(tmp_path):
   with pytest.raises(RuntimeError):
     vocab_lib.train_sentencepiece(lambda: iter([]), str(tmp_path / "v.model"),
