@@ -162,6 +162,14 @@ def test_a_line_starts_with_a_tag_only_if_whitespace_follows_it():
   assert languages.line_language("<2cp>", KNOWN) == "cp"
 
 
+def test_strip_tag_takes_off_a_known_leading_tag_only():
+  assert languages.strip_tag("<2cp>  1 2", KNOWN) == "1 2"
+  assert languages.strip_tag("1 2", KNOWN) == "1 2"
+  # Not a tag of this model, or not leading: text.
+  assert languages.strip_tag("<2de> 1", KNOWN) == "<2de> 1"
+  assert languages.strip_tag("1 <2cp> 2", KNOWN) == "1 <2cp> 2"
+
+
 def test_a_tagged_line_still_checks_the_language_given_for_it():
   with pytest.raises(languages.LanguageError,
                      match="^--source_file=in.txt line 2: unknown "
