@@ -25,10 +25,10 @@ are collected as usual, and a file opened later and left open is still
 flushed at the exit.
 
 And each distinct forward reference is compiled once: TensorFlow's
-generated op modules declare about 1,300 TypeVars whose some 18,000
-constraints are strings ("_atypes.Float32", ...), and Python's `typing`
-compiles each string into its own code object, the same few dozen strings
-over and over: about 0.07 of the 1.5 CPU-seconds the import took
+generated op modules declare about 1,300 TypeVars with some 18,000 string
+constraints ("_atypes.Float32", ...), and Python's `typing` compiles each
+string into a code object of its own, the same few dozen strings over and
+over: about 0.07 of the 1.8 CPU-seconds a command's start took
 (docs/performance_log.md, 2026-12-02, "Forward references compiled once").
 Code objects are immutable, so sharing one changes nothing else.
 """
