@@ -16,6 +16,8 @@ from t2tlite.decode import prefix as prefix_lib
 from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.ensemble import Ensemble
 from t2tlite.decode.settings import DecodeHParams
+from t2tlite.hparams_lib import HParams
+from t2tlite.models import build_model
 
 INPUTS = tf.constant([[5, 9, 12, 7, EOS_ID, 0, 0],
                       [3, 4, EOS_ID, 0, 0, 0, 0],
@@ -171,6 +173,26 @@ def test_a_decoders_prefix_may_fill_its_output_but_not_more(trained):
                      rf"tokens, more than its output may hold \({tokens - 1}:"):
     _decoder(trained, extra_length=room - 1).prefix_ids(
         ["", line], ["", prefix])
+
+
+def test_a_learned_position_table_caps_what_a_prefix_may_fill(trained):
+  """With learned positions an output holds at most max_length tokens,
+  however long its line: so does the prefix check."""
+  _, vocab = trained
+  model = build_model(HParams(num_layers=1, d_model=16, d_ff=32,
+                              num_heads=2, d_k=8, d_v=8, max_length=8,
+                              position_encoding="learned"), vocab.size)
+  decoder = Decoder(model, vocab, machine.settle(DecodeHParams(
+      concurrent_searches=1, extra_length=50)))
+  line = "Two young men are playing football in a park."
+  assert len(vocab.encode_text(line)) + 50 > 8
+  fits = " ".join(["ein"] * 20)
+  ids = vocab.encode_text(fits, add_eos=False)
+  eight = vocab.decode_ids(ids[:8])
+  decoder.prefix_ids([line], [eight])
+  with pytest.raises(ValueError, match=r"target prefix 1 holds 9 tokens, "
+                     r"more than its output may hold \(8"):
+    decoder.prefix_ids([line], [vocab.decode_ids(ids[:9])])
 
 
 def test_decode_lines_gives_each_line_its_own_prefix(trained):
