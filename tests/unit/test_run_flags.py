@@ -19,12 +19,11 @@ import tensorflow as tf
 from t2tlite import run_dir
 from t2tlite.bin import console
 from t2tlite.data import languages
-from t2tlite.decode.decoding import Decoder
-from t2tlite.decode.machine import settle
 from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import exporter
 from t2tlite.export.exporter import METADATA_FILE
 import command_flags
+from decode_helpers import decoder_of
 from run_folder import TINY
 from shared_run import run_copy, shared_trained_run
 
@@ -333,8 +332,7 @@ class _Terminal(io.StringIO):
 def _shared_decoder(tmp_path_factory, **hparams):
   """(Decoder of the session's shared tiny run, its Vocabulary)."""
   _, model, vocab = shared_trained_run(tmp_path_factory)
-  return Decoder(model, vocab, settle(DecodeHParams(concurrent_searches=1,
-                                                    **hparams))), vocab
+  return decoder_of(model, vocab, **hparams), vocab
 
 
 def test_interactive_decoder_names_a_lines_language_error_and_reads_on(

@@ -8,14 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from decode_helpers import decode_ids
+from decode_helpers import decode_ids, decoder_of
 from shared_run import shared_trained_run
 from t2tlite.data.vocab import EOS_ID
-from t2tlite.decode import machine
 from t2tlite.decode import prefix as prefix_lib
-from t2tlite.decode.decoding import Decoder
 from t2tlite.decode.ensemble import Ensemble
-from t2tlite.decode.settings import DecodeHParams
 from t2tlite.hparams_lib import HParams
 from t2tlite.models import build_model
 
@@ -143,12 +140,6 @@ def trained(tmp_path_factory):
   return model, vocab
 
 
-def _decoder(trained, **hparams):
-  model, vocab = trained
-  return Decoder(model, vocab, machine.settle(
-      DecodeHParams(concurrent_searches=1, **hparams)))
-
-
 def test_a_prefix_the_vocabulary_cannot_encode_is_named(trained):
   _, vocab = trained
   ids = prefix_lib.encode_prefixes(vocab, ["Ein Hund", "", "  "])
@@ -166,12 +157,12 @@ def test_a_decoders_prefix_may_fill_its_output_but_not_more(trained):
   tokens = len(vocab.encode_text(prefix, add_eos=False))
   room = tokens - len(vocab.encode_text(line, add_eos=True))
   assert room > 0
-  outputs, _ = _decoder(trained, extra_length=room).decode_batch(
+  outputs, _ = decoder_of(*trained, extra_length=room).decode_batch(
       [line], [prefix])
   assert outputs == [prefix]
   with pytest.raises(ValueError, match=rf"target prefix 2 holds {tokens} "
                      rf"tokens, more than its output may hold \({tokens - 1}:"):
-    _decoder(trained, extra_length=room - 1).prefix_ids(
+    decoder_of(*trained, extra_length=room - 1).prefix_ids(
         ["", line], ["", prefix])
 
 
@@ -182,8 +173,7 @@ def test_a_learned_position_table_caps_what_a_prefix_may_fill(trained):
   model = build_model(HParams(num_layers=1, d_model=16, d_ff=32,
                               num_heads=2, d_k=8, d_v=8, max_length=8,
                               position_encoding="learned"), vocab.size)
-  decoder = Decoder(model, vocab, machine.settle(DecodeHParams(
-      concurrent_searches=1, extra_length=50)))
+  decoder = decoder_of(model, vocab, extra_length=50)
   line = "Two young men are playing football in a park."
   assert len(vocab.encode_text(line)) + 50 > 8
   fits = " ".join(["ein"] * 20)
@@ -199,7 +189,7 @@ def test_decode_lines_gives_each_line_its_own_prefix(trained):
   # Decoded longest first, one batch: not in the lines' order.
   lines = ["A dog.", "", "Two young men are playing football in a park."]
   prefixes = ["Ein Hund", "Leer", "Zwei"]
-  outputs, _ = _decoder(trained, extra_length=4).decode_lines(
+  outputs, _ = decoder_of(*trained, extra_length=4).decode_lines(
       lines, progress=False, prefixes=prefixes)
   assert outputs[1] == ""
   assert outputs[0].startswith("Ein Hund")
