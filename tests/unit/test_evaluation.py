@@ -98,3 +98,28 @@ def test_dev_scores_keep_the_best_and_count_patience(tmp_path, strategy):
   trainer.optimizer.iterations.assign(5)
   evaluator.evaluate(trainer.step)  # a second one below the best: stop
   assert evaluator.early_stop_due
+
+
+def test_a_run_stopped_early_resumes_without_training(tmp_path, strategy):
+  # Patience 1: the second evaluation's lower score stops the run at step
+  # 2; a restart finds its patience spent in metrics.jsonl and trains no
+  # further.
+  output_dir = str(tmp_path)
+
+  def trainer_with(metric):
+    trainer = train_helpers.tiny_trainer(output_dir, strategy,
+                                         train_steps=6, eval_steps=1,
+                                         local_eval_frequency=1)
+    trainer.evaluator = _evaluator(trainer, metric,
+                                   early_stopping_patience=1)
+    return trainer
+
+  first = trainer_with(ScriptedMetric([10.0, 5.0]))
+  first.train()
+  assert (first.step, first.stopped_early) == (2, 2)
+  resumed = trainer_with(ScriptedMetric([]))
+  assert resumed.train() == {}
+  assert (resumed.step, resumed.stopped_early) == (2, 2)
+  assert resumed.manager.latest_checkpoint == os.path.join(output_dir,
+                                                           "ckpt-2")
+

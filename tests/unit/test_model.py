@@ -420,24 +420,33 @@ def test_float_search_lays_out_the_output_projection_once(tiny_model):
   np.testing.assert_array_equal(kernel.kernel.numpy(), table.numpy().T)
 
 
-@pytest.mark.parametrize("layer, args", [
-    (MultiHeadAttention(num_heads=2, d_k=3, d_v=5, attention_dropout=0.1),
+_LAYER_ARGS = dict(num_heads=2, d_k=4, d_v=6, d_ff=16, dropout=0.2,
+                   attention_dropout=0.1, relu_dropout=0.3,
+                   norm_position="pre", layer_norm_epsilon=1e-5)
+
+
+@pytest.mark.parametrize("cls, kwargs, args", [
+    (MultiHeadAttention, dict(num_heads=2, d_k=3, d_v=5,
+                              attention_dropout=0.1), [tf.zeros([1, 4, 8])]),
+    (FeedForward, dict(d_ff=16, relu_dropout=0.2), [tf.zeros([1, 4, 8])]),
+    (SharedEmbedding, dict(vocab_size=11, d_model=8),
+     [tf.zeros([1, 4], tf.int32)]),
+    (PositionEncoding, dict(kind="learned", max_length=9),
      [tf.zeros([1, 4, 8])]),
-    (FeedForward(d_ff=16, relu_dropout=0.2), [tf.zeros([1, 4, 8])]),
-    (SharedEmbedding(vocab_size=11, d_model=8), [tf.zeros([1, 4], tf.int32)]),
-    (PositionEncoding("learned", max_length=9), [tf.zeros([1, 4, 8])]),
-    (Residual("pre", 0.3, 1e-5), [tf.zeros([1, 4, 8]), tf.zeros([1, 4, 8])]),
-    (EncoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16, dropout=0.2,
-                  attention_dropout=0.1, relu_dropout=0.1,
-                  norm_position="pre", layer_norm_epsilon=1e-5),
-     [tf.zeros([1, 4, 8]), None]),
-    (DecoderLayer(num_heads=2, d_k=4, d_v=4, d_ff=16),
+    (Residual, dict(norm_position="pre", dropout=0.3, layer_norm_epsilon=1e-5),
+     [tf.zeros([1, 4, 8]), tf.zeros([1, 4, 8])]),
+    (EncoderLayer, _LAYER_ARGS, [tf.zeros([1, 4, 8]), None]),
+    (DecoderLayer, _LAYER_ARGS,
      [tf.zeros([1, 3, 8]), tf.zeros([1, 4, 8]), None, None]),
 ])
-def test_layer_get_config_round_trip(layer, args):
+def test_layer_get_config_round_trip(cls, kwargs, args):
+  layer = cls(**kwargs)
   layer(*args)
   config = layer.get_config()
-  clone = type(layer).from_config(config)
+  # Every constructor argument as given: one left out would come back as
+  # its default.
+  assert {name: config[name] for name in kwargs} == kwargs
+  clone = cls.from_config(config)
   assert clone.get_config() == config
   clone(*args)
   assert [w.shape for w in clone.weights] == [w.shape for w in layer.weights]

@@ -689,6 +689,34 @@ def test_a_non_finite_nll_stops_training(tmp_path, strategy):
   trainer._check_finite(3, {**finite, "loss": 0.0, "target_tokens": 0.0})
 
 
+def test_a_finite_training_set_restarts_and_train_never_evaluates(
+    tmp_path, strategy):
+  # Two batches a pass: five steps take three passes. local_eval_frequency
+  # is train_and_evaluate's; the schedule "train" evaluates nothing.
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy, batches=2,
+                                       train_steps=5, schedule="train",
+                                       local_eval_frequency=1)
+  assert trainer.train() == {}
+  assert trainer.step == 5
+  assert not (tmp_path / EVAL_RESULTS_FILE).exists()
+  assert not (tmp_path / "eval").exists()
+
+
+def test_a_budget_too_short_fails_leaving_no_checkpoint(tmp_path, strategy):
+  # Half a minute cannot hold 100,000 steps of warm-up: the plan fails
+  # after the timed steps, and the timer that would save at every step
+  # saved none before it.
+  from t2tlite.train import budget
+  trainer = train_helpers.tiny_trainer(str(tmp_path), strategy,
+                                       "warmup_steps=100000",
+                                       schedule="train", train_minutes=0.5,
+                                       save_checkpoints_secs=0)
+  with pytest.raises(budget.BudgetError):
+    trainer.train()
+  assert trainer.step >= budget.MEASURE_STEPS
+  assert run_dir.checkpoints_newest_first(str(tmp_path)) == []
+
+
 def test_a_restart_resumes_from_the_newest_checkpoint(tmp_path, strategy):
   output_dir = str(tmp_path)
   first = train_helpers.tiny_trainer(output_dir, strategy)
