@@ -96,6 +96,16 @@ def test_sampling_runs_the_encoder_once_per_input(tiny_model):
   assert result["outputs"].shape[:2] == (2, 3)
 
 
+def test_greedy_with_return_beams_gives_its_output_a_beam_axis(tiny_model):
+  inputs = tf.constant([[5, 9, 12, EOS_ID], [3, 4, EOS_ID, 0]])
+  plain = decode_ids(tiny_model, inputs, beam_size=1, extra_length=4)
+  listed = decode_ids(tiny_model, inputs, beam_size=1, extra_length=4,
+                      return_beams=True)
+  for key in ("outputs", "scores"):
+    np.testing.assert_array_equal(listed[key].numpy(),
+                                  plain[key].numpy()[:, np.newaxis])
+
+
 def test_an_outputs_ids_end_with_its_eos_or_run_to_its_limit():
   # The ids a returned output's attention is computed on: up to EOS and
   # with it; a row cut at its length limit has no EOS and keeps its tokens.
