@@ -195,10 +195,7 @@ class _Drain:
 
   def _drain(self):
     deadline = time.monotonic() + FLAGS.drain_secs
-    drained = self.serving.batcher.drain(FLAGS.drain_secs)
-    drained &= self.serving.attention_done(
-        max(0.0, deadline - time.monotonic()))
-    if not drained:
+    if not self.serving.drain(FLAGS.drain_secs):
       logging.warning("requests still computing after "
                       "--drain_secs=%g s; stopping", FLAGS.drain_secs)
     # The last answers leave through waitress's loop: let it send them.

@@ -87,6 +87,15 @@ class Serving:
   metrics: ServeMetrics
   attention_done: typing.Callable[[float], bool]
 
+  def drain(self, timeout_secs):
+    """Once new requests are refused (`Lifecycle.start_draining`): decodes
+    the queued translations and waits for the attention computing, within
+    timeout_secs in all. Returns whether both finished."""
+    deadline = time.monotonic() + timeout_secs
+    drained = self.batcher.drain(timeout_secs)
+    attention = self.attention_done(max(0.0, deadline - time.monotonic()))
+    return drained and attention
+
 
 RETRY_AFTER_SECS = {batching.QueueFull: 1, batching.TimedOut: 1,
                     batching.Draining: 5, NotReady: 5}

@@ -101,8 +101,8 @@ def test_no_request_computes_while_warming_up_or_draining(source):
 
 def test_a_drain_waits_for_the_attention_computing(source):
   """An attention request computing when the drain starts is answered:
-  Serving.attention_done, which t2t-serve's drain waits on, is true only
-  once its answer is made."""
+  Serving.drain (t2t-serve's on SIGTERM) returns once its answer is made,
+  as Serving.attention_done says."""
   lifecycle = Lifecycle(ready=True)
   app = app_lib.make_app(source, validation.Limits(), lifecycle=lifecycle)
   serving = app.extensions["t2tlite"]
@@ -121,7 +121,9 @@ def test_a_drain_waits_for_the_attention_computing(source):
       time.sleep(0.01)
     assert not serving.attention_done(0), "the attention never computed"
     lifecycle.start_draining()
-    assert serving.attention_done(120)
+    assert serving.drain(120)
+    # Drained: the attention's answer is made (its slot given back).
+    assert serving.attention_done(0)
   finally:
     thread.join(120)
   assert answers and answers[0].status_code == 200, answers

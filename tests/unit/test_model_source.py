@@ -173,3 +173,16 @@ def test_a_refused_prefix_is_named_by_its_line_number(tmp_path_factory):
       "target_prefixes: target prefix 2 ('\u65e5\u672c'): the target "
       "vocabulary cannot encode (it holds a piece the vocabulary does not "
       "know)")
+
+
+@needs_multi30k
+def test_the_decoders_kept_for_requests_are_the_most_recently_used(
+    tmp_path_factory):
+  source = ModelSource.open(shared_run_folder(tmp_path_factory))
+  n = model_source._DECODER_CACHE  # pylint: disable=protected-access
+  hps = [source.decode_hparams(f"beam_size={b}") for b in range(1, n + 2)]
+  made = [source._decoder(hp)[0] for hp in hps[:n]]
+  assert source._decoder(hps[0])[0] is made[0]  # kept, now the newest
+  source._decoder(hps[n])  # one more: the least recently used leaves
+  assert list(source._decoders) == hps[2:n] + [hps[0], hps[n]]
+  assert source._decoder(hps[2])[0] is made[2]

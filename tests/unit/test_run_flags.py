@@ -339,19 +339,21 @@ def test_interactive_decoder_names_a_lines_language_error_and_reads_on(
     tmp_path_factory, monkeypatch, capsys):
   decoder, vocab = _shared_decoder(tmp_path_factory)
   # A model of two target languages: an untagged line without
-  # --target_language is an error of that line only.
+  # --target_language is an error of that line only; the tagged line after
+  # it is decoded.
   known = {"de": "<2de>", "fr": "<2fr>"}
-  monkeypatch.setattr(sys, "stdin", _Terminal("A dog.\n"))
+  monkeypatch.setattr(sys, "stdin", _Terminal("A dog.\n<2de> A dog.\n"))
   with command_flags.command_module(DECODER) as command:
-    command._decode_interactive(decoder, None,
+    command._decode_interactive(decoder, lambda text, source: text,
                                 command._LengthWarning(vocab, 0), known)
   captured = capsys.readouterr()
-  assert captured.out == ""
+  (output,), _ = decoder.decode_lines(["<2de> A dog."], progress=False)
+  assert captured.out == output + "\n"
   # A prompt before each line read, the last met the end of the input.
   assert captured.err == (
       "> t2t-decoder: error: a target language is needed (target_language, "
       "or a tag such as <2de> starting the line): this model knows de, fr\n"
-      "> ")
+      "> > ")
 
 
 def test_decoder_names_its_prefix_file_in_a_prefix_error(tmp_path_factory,

@@ -12,6 +12,7 @@ from absl import app
 import pytest
 
 import command_flags
+import train_helpers
 from corpora import write_lines
 from run_folder import TINY, needs_multi30k
 from shared_run import shared_run_folder
@@ -343,3 +344,28 @@ def test_serve_without_a_serving_package_names_the_extra(monkeypatch,
   assert capsys.readouterr().err == (
       f"t2t-serve: error: the web server needs the serving extra ({blocked} "
       "is not installed): pip install 't2tlite[serving]'\n")
+
+
+def test_serve_exits_1_when_its_warm_up_fails(tmp_path):
+  """A model that cannot load fails the warm-up: t2t-serve says so in one
+  line and exits 1, rather than listening unready for ever."""
+  import dataclasses
+  import json
+  from t2tlite.decode.settings import DecodeHParams
+  from t2tlite.export.layout import METADATA_FILE
+  version = tmp_path / "export" / "1"  # an export whose graph is empty
+  (version / os.path.dirname(METADATA_FILE)).mkdir(parents=True)
+  (version / "saved_model.pb").write_bytes(b"")
+  (version / METADATA_FILE).write_text(json.dumps({
+      "checkpoint": str(tmp_path / "run" / "ckpt-1"),
+      "problem": "translate_ende_wmt", "precision": "float32",
+      "decode_hparams": dataclasses.asdict(DecodeHParams())}))
+  code, output = train_helpers.run(
+      [train_helpers.console_script("t2t-serve"), f"--model={version}",
+       "--port=0"], timeout=120)
+  assert code == 1, output[-2000:]
+  errors = [line for line in output.splitlines()
+            if line.startswith("t2t-serve: error: ")]
+  assert len(errors) == 1 and errors[0].startswith(
+      "t2t-serve: error: warm-up failed: "), output[-2000:]
+
