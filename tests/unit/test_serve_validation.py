@@ -59,6 +59,8 @@ def test_translate_request_reads_the_fields():
      "target_prefixes: expected a list of 1 strings"),
     ({"lines": ["a"], "target_prefixes": [3]},
      r"target_prefixes\[0\]: expected a string"),
+    ({"lines": ["a", "b"], "target_prefixes": ["Ein"]},
+     "target_prefixes: expected a list of 2 strings, one per line"),
 ])
 def test_translate_request_rejects(data, message):
   with pytest.raises(validation.BadRequest, match=message):
@@ -69,6 +71,9 @@ def test_translate_request_rejects(data, message):
     ({}, "line: missing"), ({"line": "  "}, "line: empty"),
     ({"line": 3}, "line: expected a string"),
     ({"line": "a", "lines": []}, "unknown field 'lines'"),
+    ({"line": "a", "target_prefix": "Ein\nHund"},
+     "target_prefix: one sentence a line"),
+    ({"line": "a", "target_prefix": "b" * 11}, "target_prefix: 11 characters"),
 ])
 def test_attention_request_rejects(data, message):
   with pytest.raises(validation.BadRequest, match=message):
