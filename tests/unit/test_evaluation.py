@@ -122,4 +122,3 @@ def test_a_run_stopped_early_resumes_without_training(tmp_path, strategy):
   assert (resumed.step, resumed.stopped_early) == (2, 2)
   assert resumed.manager.latest_checkpoint == os.path.join(output_dir,
                                                            "ckpt-2")
-

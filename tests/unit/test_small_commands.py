@@ -368,4 +368,3 @@ def test_serve_exits_1_when_its_warm_up_fails(tmp_path):
             if line.startswith("t2t-serve: error: ")]
   assert len(errors) == 1 and errors[0].startswith(
       "t2t-serve: error: warm-up failed: "), output[-2000:]
-
