@@ -1,23 +1,19 @@
 """What t2t-serve serves (t2tlite.serve.model_source): which run an export
 comes from, what an export answers without that run, and how a request's
 errors are named. Exports here are metadata only (no model is loaded)."""
-import dataclasses
-import json
 import os
 
 import pytest
 import tensorflow as tf
 
-from t2tlite.decode.settings import DecodeHParams
 from t2tlite.export import serving_module
-from t2tlite.export.layout import METADATA_FILE
 from t2tlite.serve import model_source
 from t2tlite.serve.model_source import ModelSource, PrefixError, RequestError
 
+from fake_export import EXPORT_DECODE, fake_export
 from run_folder import needs_multi30k
 from shared_run import shared_run_folder
 
-EXPORT_DECODE = "beam_size=2,alpha=0.6,extra_length=5"
 LANGUAGES = {"de": "<2de>", "fr": "<2fr>"}
 
 
@@ -27,22 +23,6 @@ def fake_run(folder):
   for name in ("hparams.json", "run.json", "vocab.model"):
     open(os.path.join(folder, name), "w").close()
   return str(folder)
-
-
-def fake_export(version, checkpoint, decode=EXPORT_DECODE,
-                target_languages=None):
-  """An export version folder of a SavedModel never loaded, with the
-  metadata t2t-exporter writes."""
-  os.makedirs(os.path.join(version, os.path.dirname(METADATA_FILE)))
-  open(os.path.join(version, "saved_model.pb"), "wb").close()
-  metadata = {"checkpoint": checkpoint, "problem": "translate_ende_wmt",
-              "decode_hparams": dataclasses.asdict(
-                  DecodeHParams.parse(decode)),
-              "precision": "float32",
-              "target_languages": target_languages or {}}
-  with open(os.path.join(version, METADATA_FILE), "w") as f:
-    json.dump(metadata, f)
-  return str(version)
 
 
 def test_neither_an_export_nor_a_run_folder_is_named(tmp_path):

@@ -13,6 +13,7 @@ from t2tlite.serve.lifecycle import Lifecycle
 from t2tlite.serve.model_source import Attention, ModelSource, PrefixError
 
 import command_flags
+from fake_export import fake_export
 from train_helpers import poll
 
 LIMITS = validation.Limits(max_lines=2, max_line_chars=10)
@@ -170,15 +171,9 @@ def test_a_serving_limit_out_of_range_is_named(flag, value, expected):
 def test_app_answers_what_it_cannot_do_in_one_json_line(tmp_path):
   """Over an export whose run folder is gone: decode hparams of its own
   are a bad request (400), as are unknown pages and methods (404, 405)."""
-  from t2tlite.decode.settings import DecodeHParams
-  from t2tlite.export.layout import METADATA_FILE
   from t2tlite.serve import app as app_lib
-  os.makedirs(tmp_path / "1" / os.path.dirname(METADATA_FILE))
-  (tmp_path / "1" / "saved_model.pb").write_bytes(b"")
-  (tmp_path / "1" / METADATA_FILE).write_text(json.dumps({
-      "checkpoint": str(tmp_path / "gone" / "ckpt-1"),
-      "problem": "translate_ende_wmt",
-      "decode_hparams": vars(DecodeHParams(beam_size=2))}))
+  fake_export(tmp_path / "1", str(tmp_path / "gone" / "ckpt-1"),
+              "beam_size=2")
   client = app_lib.make_app(ModelSource.open(str(tmp_path)),
                             validation.Limits()).test_client()
   for method, path, body, status, message in (

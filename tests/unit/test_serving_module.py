@@ -1,12 +1,10 @@
 """What an export's module refuses before it traces anything."""
 import pytest
 
-from t2tlite.decode import machine
-from t2tlite.decode.settings import DecodeHParams
+from decode_helpers import settled_of
 from t2tlite.export.serving_module import ServingModule
 
 
 def test_an_input_length_without_room_for_a_token_is_refused(tiny_model):
-  settled = machine.settle(DecodeHParams(concurrent_searches=1))
   with pytest.raises(ValueError, match=r"^max_input_length=1: need >= 2 "):
-    ServingModule(tiny_model, None, settled, max_input_length=1)
+    ServingModule(tiny_model, None, settled_of(), max_input_length=1)

@@ -14,6 +14,7 @@ import pytest
 import command_flags
 import train_helpers
 from corpora import write_lines
+from fake_export import fake_export
 from run_folder import TINY, needs_multi30k
 from shared_run import shared_run_folder
 from t2tlite.bin import console
@@ -349,17 +350,9 @@ def test_serve_without_a_serving_package_names_the_extra(monkeypatch,
 def test_serve_exits_1_when_its_warm_up_fails(tmp_path):
   """A model that cannot load fails the warm-up: t2t-serve says so in one
   line and exits 1, rather than listening unready for ever."""
-  import dataclasses
-  import json
-  from t2tlite.decode.settings import DecodeHParams
-  from t2tlite.export.layout import METADATA_FILE
-  version = tmp_path / "export" / "1"  # an export whose graph is empty
-  (version / os.path.dirname(METADATA_FILE)).mkdir(parents=True)
-  (version / "saved_model.pb").write_bytes(b"")
-  (version / METADATA_FILE).write_text(json.dumps({
-      "checkpoint": str(tmp_path / "run" / "ckpt-1"),
-      "problem": "translate_ende_wmt", "precision": "float32",
-      "decode_hparams": dataclasses.asdict(DecodeHParams())}))
+  # An export whose graph is empty.
+  version = fake_export(tmp_path / "export" / "1",
+                        str(tmp_path / "run" / "ckpt-1"))
   code, output = train_helpers.run(
       [train_helpers.console_script("t2t-serve"), f"--model={version}",
        "--port=0"], timeout=120)
