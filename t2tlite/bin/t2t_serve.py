@@ -8,7 +8,8 @@ attention.
 versions: the highest is served) or a run folder (t2t-trainer's
 --output_dir). Translations with the export's decode hparams come from the
 SavedModel; other decode hparams, the n-best and attention maps come from
-the run folder the export was made from (see docs/web.md).
+the run folder the export was made from (see docs/web.md); with
+--xla_lines=N, so do batches of at most N lines, searched with XLA.
 --model=A,B,... serves an ensemble of run folders or checkpoints of runs
 sharing a vocabulary (as t2t-decoder's --checkpoint_path), decoding from
 the first one's run folder; its attention has one set of maps per member.
@@ -106,6 +107,16 @@ flags.DEFINE_boolean("warm_up_full_batch", True, "With --warm_up, also "
                      "first load (on a transformer_base-sized model, about "
                      "10 s more on 2 cores).")
 
+flags.DEFINE_integer("xla_lines", 0, "Batches of at most this many lines "
+                     "with the model's own decode hparams (no target "
+                     "prefixes, no n-best) are searched by the run folder's "
+                     "model compiled with XLA (decode hparam xla_lines): the "
+                     "same answers, a small model's lone line about twice "
+                     "as fast; each new shape compiles once, in seconds "
+                     "(the warm-up's line before ready), kept for later "
+                     "starts (docs/decoding.md). Needs the run folder; not "
+                     "with int8. 0: the SavedModel's search.")
+
 FLAGS = flags.FLAGS
 
 
@@ -116,7 +127,7 @@ def _limits():
     if FLAGS[name].value < 1:
       raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 1")
   for name in ("threads", "batch_window_ms", "request_timeout_secs",
-               "drain_secs", "busy_timeout_secs"):
+               "drain_secs", "busy_timeout_secs", "xla_lines"):
     if FLAGS[name].value < 0:
       raise ValueError(f"--{name}={FLAGS[name].value}: expected >= 0")
   if not 0 <= FLAGS.port < 65536:
@@ -248,6 +259,11 @@ def _run():
   source = ModelSource.open(FLAGS.model)
   if source.run_folder:
     common_flags.load_run_plugins(source.run_folder)
+  try:
+    source.search_small_batches_with_xla(FLAGS.xla_lines)
+  except ValueError as error:
+    raise console.CommandError(f"--xla_lines={FLAGS.xla_lines}: "
+                               f"{error}") from None
   # Before TensorFlow runs (as t2t-decoder): the searches of the model's
   # own decode hparams (the export's, else the problem's) run best on cores
   # of their own. Settled once: their Decoder decodes as settled here;

@@ -11,7 +11,8 @@ from t2tlite.serve import model_source
 from t2tlite.serve.model_source import ModelSource, PrefixError, RequestError
 
 from fake_export import EXPORT_DECODE, fake_export
-from run_folder import needs_multi30k
+from run_folder import multi30k_lines, needs_multi30k
+from shared_export import shared_export
 from shared_run import shared_run_folder
 
 LANGUAGES = {"de": "<2de>", "fr": "<2fr>"}
@@ -96,6 +97,28 @@ def test_an_export_without_its_run_answers_only_its_own_settings(tmp_path):
   assert info["decode_hparams"]["beam_size"] == 2
 
 
+def test_xla_for_small_batches_needs_a_run_and_a_search_it_compiles(
+    tmp_path):
+  run = fake_run(tmp_path / "run")
+  gone = str(tmp_path / "gone" / "ckpt-7")
+  source = ModelSource.open(fake_export(tmp_path / "alone" / "1", gone))
+  source.search_small_batches_with_xla(0)  # off: nothing needed
+  with pytest.raises(ValueError) as error:
+    source.search_small_batches_with_xla(1)
+  assert str(error.value) == (
+      "XLA's search needs the run folder the export came from (its "
+      f"metadata names checkpoint {gone}, not found)")
+  for decode, reason in (
+      ("int8=true", "^decode hparam xla_lines needs int8=false"),
+      ("sampling_temperature=0.8",
+       "^the model's decode hparams sample; XLA's route searches greedy")):
+    source = ModelSource.open(fake_export(tmp_path / decode / "1",
+                                          os.path.join(run, "ckpt-1"),
+                                          decode=decode))
+    with pytest.raises(ValueError, match=reason):
+      source.search_small_batches_with_xla(2)
+
+
 def test_the_n_best_of_an_export_returning_beams_needs_no_run(tmp_path):
   gone = str(tmp_path / "gone" / "ckpt-1")
   beams = ModelSource.open(fake_export(
@@ -166,3 +189,31 @@ def test_the_decoders_kept_for_requests_are_the_most_recently_used(
   source._decoder(hps[n])  # one more: the least recently used leaves
   assert list(source._decoders) == hps[2:n] + [hps[0], hps[n]]
   assert source._decoder(hps[2])[0] is made[2]
+
+
+@needs_multi30k
+def test_small_batches_searched_with_xla_answer_as_the_export(
+    tmp_path_factory):
+  """t2t-serve --xla_lines=1: a line alone with the export's own decode
+  hparams comes from the run folder's XLA search, with the export's answer;
+  larger batches, prefixes and the n-best do not."""
+  import dataclasses
+  # Short: one compiled shape (a line of at most 16 tokens).
+  lines = [line[:40] for line in multi30k_lines("en", 3)]
+  source = ModelSource.open(shared_export(tmp_path_factory))
+  expected = source.translate(lines)[0]
+  source.search_small_batches_with_xla(1)
+  assert [source.translate([line])[0][0] for line in lines] == expected
+  assert source.translate(lines[1:])[0] == expected[1:]
+  xla = dataclasses.replace(source.base_hparams, xla_lines=1)
+  assert list(source._decoders) == [xla]  # pylint: disable=protected-access
+  decoder = source._decoders[xla][0]  # pylint: disable=protected-access
+  # Searched by XLA: its compiled search traced, the graph's never.
+  assert decoder._xla_search[1].experimental_get_tracing_count() == 1
+  assert decoder._text_search is None
+  # A prefix or the n-best: not this route (the export answers the one,
+  # the run folder's graph Decoder the other).
+  source.translate(lines[:1], prefixes=["Ein"])
+  assert decoder._decode_with_prefix.experimental_get_tracing_count() == 0
+  source.translate(lines[:1], n_best=True)
+  assert list(source._decoders)[0] == xla and len(source._decoders) == 2

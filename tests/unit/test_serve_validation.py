@@ -159,7 +159,8 @@ def test_a_server_stopped_while_warming_up_says_it_is_draining():
 
 @pytest.mark.parametrize("flag, value, expected", [
     ("max_lines", 0, ">= 1"), ("drain_secs", -1.0, ">= 0"),
-    ("busy_timeout_secs", -1.0, ">= 0"), ("port", 70000, "0..65535")])
+    ("busy_timeout_secs", -1.0, ">= 0"), ("xla_lines", -1, ">= 0"),
+    ("port", 70000, "0..65535")])
 def test_a_serving_limit_out_of_range_is_named(flag, value, expected):
   with command_flags.command_module("t2tlite.bin.t2t_serve",
                                     **{flag: value}) as command:

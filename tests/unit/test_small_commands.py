@@ -347,6 +347,21 @@ def test_serve_without_a_serving_package_names_the_extra(monkeypatch,
       "is not installed): pip install 't2tlite[serving]'\n")
 
 
+def test_serve_refuses_xla_lines_without_the_run_folder(tmp_path):
+  gone = str(tmp_path / "gone" / "ckpt-1")
+  version = fake_export(tmp_path / "export" / "1", gone)
+  # At start, before it listens (on an address it could not take: a server
+  # taking the flag would fail there, naming --host, not serve).
+  with command_flags.command_module("t2tlite.bin.t2t_serve", model=version,
+                                    xla_lines=1, host="256.0.0.1",
+                                    port=0) as command:
+    with pytest.raises(console.CommandError) as error:
+      command._run()
+  assert str(error.value) == (
+      "--xla_lines=1: XLA's search needs the run folder the export came "
+      f"from (its metadata names checkpoint {gone}, not found)")
+
+
 def test_serve_exits_1_when_its_warm_up_fails(tmp_path):
   """A model that cannot load fails the warm-up: t2t-serve says so in one
   line and exits 1, rather than listening unready for ever."""
