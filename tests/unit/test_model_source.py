@@ -1,6 +1,8 @@
 """What t2t-serve serves (t2tlite.serve.model_source): which run an export
 comes from, what an export answers without that run, and how a request's
-errors are named. Exports here are metadata only (no model is loaded)."""
+errors are named. Most exports here are metadata only (no model is
+loaded); the tests marked needs_multi30k use the shared run and export."""
+import dataclasses
 import os
 
 import pytest
@@ -197,7 +199,7 @@ def test_small_batches_searched_with_xla_answer_as_the_export(
   """t2t-serve --xla_lines=1: a line alone with the export's own decode
   hparams comes from the run folder's XLA search, with the export's answer;
   larger batches, prefixes and the n-best do not."""
-  import dataclasses
+  # pylint: disable=protected-access
   # Short: one compiled shape (a line of at most 16 tokens).
   lines = [line[:40] for line in multi30k_lines("en", 3)]
   source = ModelSource.open(shared_export(tmp_path_factory))
@@ -206,8 +208,8 @@ def test_small_batches_searched_with_xla_answer_as_the_export(
   assert [source.translate([line])[0][0] for line in lines] == expected
   assert source.translate(lines[1:])[0] == expected[1:]
   xla = dataclasses.replace(source.base_hparams, xla_lines=1)
-  assert list(source._decoders) == [xla]  # pylint: disable=protected-access
-  decoder = source._decoders[xla][0]  # pylint: disable=protected-access
+  assert list(source._decoders) == [xla]
+  decoder = source._decoders[xla][0]
   # Searched by XLA: its compiled search traced, the graph's never.
   assert decoder._xla_search[1].experimental_get_tracing_count() == 1
   assert decoder._text_search is None
