@@ -324,10 +324,7 @@ class ModelSource:
       self._xla_hparams = None
       return
     if not self.run_folder:
-      raise ValueError(
-          "XLA's search needs the run folder the export came from (its "
-          f"metadata names checkpoint {self.metadata.get('checkpoint')}, "
-          "not found)")
+      raise ValueError(self._no_run("XLA's search needs"))
     if self.base_hparams.sampling:
       raise ValueError("the model's decode hparams sample; XLA's route "
                        "searches greedy and beam batches only")
@@ -437,12 +434,16 @@ class ModelSource:
       outputs = [o.decode("utf-8") for o in outputs]
     return outputs, scores
 
+  def _no_run(self, needs):
+    """The message that `needs` ("attention maps need") the run folder,
+    which the export's metadata names and is not there."""
+    return (f"{needs} the run folder the export came from (its metadata "
+            f"names checkpoint {self.metadata.get('checkpoint')}, not found)")
+
   def _need_run(self, what):
     if not self.run_folder:
-      raise RequestError(
-          f"{what} need the run folder the export came from (its metadata "
-          f"names checkpoint {self.metadata.get('checkpoint')}, not found); "
-          "serve a run folder, or send no decode_hparams")
+      raise RequestError(self._no_run(f"{what} need") + "; serve a run "
+                         "folder, or send no decode_hparams")
 
   def _loaded_run(self):
     """The run folder's model (or the ensemble), a run_decoding.LoadedRun,
