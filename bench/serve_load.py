@@ -76,7 +76,9 @@ request cost what it cost here ("cpu_bound_over_offline": cores /
 over the offline rate), and the server's CPU a request that 40% of the
 offline rate would leave ("server_cpu_ms_for_40_percent": cores over
 40% of the offline rate, less the clients' CPU; the clients share this
-machine's cores). Every answer must equal
+machine's cores), and what a request cost the server beyond the search
+of batches of 16 in order ("server_cpu_ms_beyond_search": the server's
+CPU a request less that search's CPU a sentence). Every answer must equal
 the one the same line gets alone (checked, counted in "mismatches"). The
 server is always stopped (SIGTERM); its drain must end with exit 0.
 """
@@ -461,22 +463,29 @@ def summary(measured, levels):
         median["offline_in_order_16"]["sentences_per_s"])
   if 16 in levels:
     result.update(cpu_bounds(median[16], median["offline"]["sentences_per_s"],
-                             cpu_cores()))
+                             cpu_cores(), median.get("offline_in_order_16")))
   return result
 
 
-def cpu_bounds(level, offline_per_s, cores):
+def cpu_bounds(level, offline_per_s, cores, in_order=None):
   """What the CPU a request of `level` allows on `cores` cores: the most
   sentences/s over the offline rate if every request cost that, and the
-  server's CPU-ms a request that 40% of the offline rate would leave."""
+  server's CPU-ms a request that 40% of the offline rate would leave.
+  With `in_order` (the batches of 16 in order's medians): the server's
+  CPU-ms a request beyond what that search took a sentence (the request's
+  HTTP, JSON and batching, and its batch's search costing more)."""
   server = level.get("server_cpu_ms_per_request")
   client = level.get("client_cpu_ms_per_request")
   if not server or client is None:
     return {}
-  return {"cpu_bound_over_offline":
-              cores * 1000 / (server + client) / offline_per_s,
-          "server_cpu_ms_for_40_percent":
-              cores * 1000 / (0.4 * offline_per_s) - client}
+  bounds = {"cpu_bound_over_offline":
+                cores * 1000 / (server + client) / offline_per_s,
+            "server_cpu_ms_for_40_percent":
+                cores * 1000 / (0.4 * offline_per_s) - client}
+  if in_order and in_order.get("cpu_ms_per_sentence"):
+    bounds["server_cpu_ms_beyond_search"] = (
+        server - in_order["cpu_ms_per_sentence"])
+  return bounds
 
 
 def main():

@@ -35,5 +35,11 @@ def test_cpu_bounds_of_a_level():
   # 40% of it leaves 2000 / 400 - 1 = 4 CPU-ms a request to the server.
   assert bounds["cpu_bound_over_offline"] == pytest.approx(0.4)
   assert bounds["server_cpu_ms_for_40_percent"] == pytest.approx(4.0)
+  assert "server_cpu_ms_beyond_search" not in bounds
+  # Beside batches of 16 in order that took 2.5 CPU-ms a sentence, the
+  # server spent 1.5 more a request.
+  in_order = {"cpu_ms_per_sentence": 2.5}
+  assert serve_load.cpu_bounds(level, 1000.0, 2, in_order)[
+      "server_cpu_ms_beyond_search"] == pytest.approx(1.5)
   assert serve_load.cpu_bounds({"client_cpu_ms_per_request": 1.0}, 1000.0,
                                2) == {}
